@@ -1,0 +1,46 @@
+// Tiny field checkers shared by the frame validators (no dependencies; runs on Espruino).
+import { MAX_ID_LENGTH } from './constants.js';
+
+export interface FrameError {
+  ok: false;
+  code: 'MALFORMED_FRAME' | 'UNKNOWN_FRAME';
+  msg: string;
+  /** The frame type and request id, when they could be read, so the reply can name them. */
+  ref?: string;
+}
+
+export function bad(t: string, msg: string, ref?: string): FrameError {
+  return { ok: false, code: 'MALFORMED_FRAME', msg: t + ': ' + msg, ref: ref };
+}
+
+export function isObj(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+export function isId(x: unknown): x is string {
+  return typeof x === 'string' && x.length > 0 && x.length <= MAX_ID_LENGTH && /^[A-Za-z0-9_.:-]+$/.test(x);
+}
+
+export function isNum(x: unknown): x is number {
+  return typeof x === 'number' && isFinite(x);
+}
+
+export function optStr(x: unknown): boolean {
+  return x === undefined || typeof x === 'string';
+}
+
+export const ID_RULE = 'must be 1-' + MAX_ID_LENGTH + ' chars of A-Z a-z 0-9 _ . : -';
+
+/** Parse JSON text into an object with a string `t`, or say why not. */
+export function parseEnvelope(text: unknown): { ok: true; f: Record<string, unknown> } | FrameError {
+  if (typeof text !== 'string') return { ok: false, code: 'MALFORMED_FRAME', msg: 'frame must be a JSON text message' };
+  let f: unknown;
+  try {
+    f = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, code: 'MALFORMED_FRAME', msg: 'frame is not valid JSON' };
+  }
+  if (!isObj(f)) return { ok: false, code: 'MALFORMED_FRAME', msg: 'frame must be a JSON object' };
+  if (typeof f.t !== 'string') return { ok: false, code: 'MALFORMED_FRAME', msg: 'frame has no string field "t" (its type)' };
+  return { ok: true, f: f };
+}

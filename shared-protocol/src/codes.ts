@@ -1,0 +1,114 @@
+// The error-code table: the one place a code is declared. Both sides use the `ErrorCode`
+// type; the firmware writes codes as typed string literals so none of the prose below
+// is bundled onto the chip.
+
+export interface ErrorInfo {
+  /** What the code means to the agent and to a person. */
+  meaning: string;
+  /** The terminal state a command ends in when this code is the reason. */
+  ends: 'failed' | 'rejected' | 'timeout' | 'cancelled' | null;
+  /** May the same request be sent again (with the same request_id) without harm? */
+  retry: 'same_request_id' | 'after_fresh_state_read' | 'no' | 'fix_input';
+}
+
+export const ERROR_CODES = {
+  DEVICE_OFFLINE: {
+    meaning: 'The device is unknown or not connected; nothing was sent to it.',
+    ends: 'rejected',
+    retry: 'same_request_id',
+  },
+  DEVICE_REBOOTED: {
+    meaning:
+      'The device restarted (new boot id) while the command was in flight; its outcome is lost with the old boot and the actuator may be in its power-on state.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  INVALID_ARGS: {
+    meaning: 'An argument is missing, of the wrong type or out of range; nothing moved.',
+    ends: 'rejected',
+    retry: 'fix_input',
+  },
+  UNKNOWN_ACTION: {
+    meaning: 'The device does not implement this action; nothing moved.',
+    ends: 'rejected',
+    retry: 'no',
+  },
+  BUSY: {
+    meaning: 'The actuator is executing another command; this one was refused, not queued.',
+    ends: 'rejected',
+    retry: 'after_fresh_state_read',
+  },
+  READBACK_MISMATCH: {
+    meaning: 'The output pin read back a level different from the one written, after the settle time.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  NO_FEEDBACK: {
+    meaning:
+      'The feedback contact did not follow the output within the settle time (open coil, welded contact, broken wire).',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  TIMEOUT: {
+    meaning:
+      'No terminal evidence arrived by the deadline, even after asking the device for its real state. The outcome is unknown, not failed.',
+    ends: 'timeout',
+    retry: 'after_fresh_state_read',
+  },
+  MOTOR_STALL: {
+    meaning: 'The motor driver raised FAULT during motion; motion was stopped.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  POSITION_ERROR: {
+    meaning: 'The measured position is outside tolerance of the target at the end of the move.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  LIMIT_HIT: {
+    meaning: 'A travel limit switch closed during the move; motion was stopped.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  CANCELLED: {
+    meaning: 'The command was cancelled before it finished.',
+    ends: 'cancelled',
+    retry: 'after_fresh_state_read',
+  },
+  MALFORMED_FRAME: {
+    meaning: 'A frame was not valid JSON or a field had the wrong type; it was ignored and changed nothing.',
+    ends: null,
+    retry: 'no',
+  },
+  UNKNOWN_FRAME: {
+    meaning: 'A frame had a type the receiver does not know; it was ignored and changed nothing.',
+    ends: null,
+    retry: 'no',
+  },
+  AUTH_FAILED: {
+    meaning: 'The device could not prove its per-device secret; the connection was refused.',
+    ends: null,
+    retry: 'no',
+  },
+  PROTOCOL_VERSION: {
+    meaning: 'The peer speaks a protocol version this side does not; the connection was refused.',
+    ends: null,
+    retry: 'no',
+  },
+  UNKNOWN_COMMAND: {
+    meaning: 'No command with this id is known to this host.',
+    ends: null,
+    retry: 'no',
+  },
+  INTERNAL: {
+    meaning: 'An unexpected error inside the receiver; the detail says where.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+} as const satisfies Record<string, ErrorInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function isErrorCode(x: unknown): x is ErrorCode {
+  return typeof x === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CODES, x);
+}

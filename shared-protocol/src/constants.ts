@@ -1,0 +1,22 @@
+// Numbers both sides must agree on.
+
+export const PROTOCOL_VERSION = 1;
+/** Recent request_ids the device remembers with their outcomes (a fixed ring). */
+export const DEDUPE_RING_SIZE = 32;
+/** Heartbeat period the host asks for in its welcome frame unless configured otherwise. */
+export const DEFAULT_HEARTBEAT_MS = 2000;
+/** A peer silent for this many heartbeat periods is considered gone. */
+export const LIVENESS_MISSES = 3;
+/** HTTP path of the device WebSocket gateway. */
+export const DEVICE_PATH = '/device';
+/** Espruino Storage file holding the rig config (names are limited to 28 chars). */
+export const CONFIG_FILE = 'proofrig.json';
+/** Espruino Storage file holding the firmware that runs at boot. */
+export const BOOT_CODE_FILE = '.bootcde';
+/** Longest request_id / command id accepted on the wire. */
+export const MAX_ID_LENGTH = 64;
+
+/** The string both sides MAC with the device secret (HMAC-SHA256, hex) to prove the device. */
+export function authMessage(dev: string, boot: string, clientNonce: string, serverNonce: string): string {
+  return 'proofrig-auth-1|' + dev + '|' + boot + '|' + clientNonce + '|' + serverNonce;
+}

@@ -1,0 +1,13 @@
+// @proofrig/protocol: the one source of truth for what crosses the device link.
+export * from './codes.js';
+export * from './states.js';
+export * from './state.js';
+export * from './board.js';
+export * from './board-check.js';
+export * from './actions.js';
+export * from './constants.js';
+export * from './timeout.js';
+export * from './check.js';
+export * from './to-device.js';
+export * from './to-host.js';
+export * from './config.js';

@@ -1,0 +1,67 @@
+// Frames the host sends to a device, and the validator the firmware runs on them.
+import type { ErrorCode } from './codes.js';
+import type { ActionName } from './actions.js';
+import type { FrameError } from './check.js';
+import { bad, ID_RULE, isId, isNum, isObj, optStr, parseEnvelope } from './check.js';
+import { PROTOCOL_VERSION } from './constants.js';
+
+/** Sent after `hello`: prove you hold the device secret by MACing this nonce. */
+export interface ChallengeFrame { t: 'chal'; v: number; sn: string }
+/** Sent after a valid `auth`: the link is up; heartbeat every `hb` ms. */
+export interface WelcomeFrame { t: 'ok'; hb: number }
+/** Execute an action. `rid` is the request_id: a repeat never executes twice. */
+export interface CommandFrame { t: 'cmd'; rid: string; a: ActionName; p: Record<string, unknown> }
+/** The host has journaled the result of `rid`: drop it from the outbox. */
+export interface ResultAckFrame { t: 'rack'; rid: string }
+/** Report your state now (a `state` frame with the same `q`); with `rid`, also that command's status. */
+export interface QueryFrame { t: 'q'; q: string; rid?: string }
+export interface HostHeartbeatFrame { t: 'hb' }
+export interface ErrorFrame { t: 'err'; code: ErrorCode; msg: string; ref?: string }
+
+export type ToDeviceFrame =
+  | ChallengeFrame
+  | WelcomeFrame
+  | CommandFrame
+  | ResultAckFrame
+  | QueryFrame
+  | HostHeartbeatFrame
+  | ErrorFrame;
+
+export type ToDeviceParse = { ok: true; f: ToDeviceFrame } | FrameError;
+
+/** Validate a text frame arriving at the device. Never throws. */
+export function parseToDevice(text: unknown): ToDeviceParse {
+  const env = parseEnvelope(text);
+  if (!env.ok) return env;
+  const f = env.f;
+  const t = f.t as string;
+  switch (t) {
+    case 'chal':
+      if (f.v !== PROTOCOL_VERSION) return bad(t, 'protocol version ' + String(f.v) + ' is not ' + PROTOCOL_VERSION);
+      if (typeof f.sn !== 'string' || f.sn.length < 16 || f.sn.length > 128) return bad(t, 'sn must be a nonce of 16-128 chars');
+      break;
+    case 'ok':
+      if (!isNum(f.hb) || f.hb < 50 || f.hb > 600000) return bad(t, 'hb must be a heartbeat period of 50..600000 ms');
+      break;
+    case 'cmd':
+      if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
+      if (typeof f.a !== 'string' || f.a.length === 0) return bad(t, 'a must name an action', f.rid as string);
+      if (!isObj(f.p)) return bad(t, 'p must be an object of arguments', f.rid as string);
+      break;
+    case 'rack':
+      if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
+      break;
+    case 'q':
+      if (!isId(f.q)) return bad(t, 'q ' + ID_RULE);
+      if (f.rid !== undefined && !isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
+      break;
+    case 'hb':
+      break;
+    case 'err':
+      if (typeof f.code !== 'string' || typeof f.msg !== 'string' || !optStr(f.ref)) return bad(t, 'needs string code and msg');
+      break;
+    default:
+      return { ok: false, code: 'UNKNOWN_FRAME', msg: 'unknown frame type "' + t.slice(0, 32) + '"' };
+  }
+  return { ok: true, f: f as unknown as ToDeviceFrame };
+}
