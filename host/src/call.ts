@@ -1,0 +1,82 @@
+// `proofrig call`: a person drives a rig through the same MCP tools an agent uses, and
+// watches the command's live status until it is terminal.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
+export interface CallOptions {
+  url: string;
+  json: boolean;
+  follow: boolean;
+  out: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+/** key=value pairs; a value that parses as JSON (1, true, null, "text") is taken as that JSON value. */
+export function parseToolArgs(pairs: string[]): Record<string, unknown> {
+  const args: Record<string, unknown> = {};
+  for (const p of pairs) {
+    const i = p.indexOf('=');
+    if (i <= 0) throw new Error(`argument "${p}" is not key=value`);
+    const k = p.slice(0, i);
+    const v = p.slice(i + 1);
+    try {
+      args[k] = JSON.parse(v);
+    } catch {
+      args[k] = v;
+    }
+  }
+  return args;
+}
+
+function line(s: Record<string, unknown>): string {
+  const parts = [`${s.command_id}`, `${s.state}`];
+  if (s.evidence) parts.push(`evidence=${s.evidence}`);
+  parts.push(`verified=${s.verified}`);
+  if (s.error_code) parts.push(`error=${s.error_code}`);
+  if (s.progress_pct !== null && s.progress_pct !== undefined) parts.push(`${s.progress_pct}%`);
+  if (!s.terminal && s.estimated_remaining_seconds !== null) parts.push(`~${s.estimated_remaining_seconds}s left`);
+  parts.push(`${s.elapsed_ms} ms`);
+  return parts.join('  ');
+}
+
+/** Exit codes: 0 completed (or a non-action tool served), 3 any other terminal outcome, 1 tool error. */
+export async function call(tool: string, args: Record<string, unknown>, o: CallOptions): Promise<number> {
+  const client = new Client({ name: 'proofrig-call', version: '0.1.0' });
+  const endpoint = new URL('/mcp', o.url);
+  try {
+    await client.connect(new StreamableHTTPClientTransport(endpoint));
+  } catch (e) {
+    throw new Error(`cannot reach a proofrig server at ${endpoint} (${(e as Error).message}); start one with "npm start" or pass --url`);
+  }
+  try {
+    let res = (await client.callTool({ name: tool, arguments: args })) as CallToolResult;
+    if (res.isError) {
+      const text = res.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+      o.out.write(`error: ${text}\n`);
+      return 1;
+    }
+    let s = res.structuredContent as Record<string, unknown> | undefined;
+    const isCommand = !!s && typeof s.command_id === 'string' && typeof s.terminal === 'boolean';
+    if (!isCommand || !o.follow) {
+      o.out.write(JSON.stringify(s ?? res.content, null, 2) + '\n');
+      return isCommand && s!.terminal && s!.state !== 'completed' ? 3 : 0;
+    }
+    let last = '';
+    const live = !o.json && !!o.out.isTTY;
+    for (;;) {
+      const l = line(s!);
+      if (!o.json && l !== last) o.out.write(live ? `\r\x1b[2K${l}` : l + '\n');
+      last = l;
+      if (s!.terminal) break;
+      res = (await client.callTool({ name: 'get_action_status', arguments: { command_id: s!.command_id, wait_ms: 500 } })) as CallToolResult;
+      if (res.isError) throw new Error(res.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n'));
+      s = res.structuredContent as Record<string, unknown>;
+    }
+    if (live) o.out.write('\n');
+    if (o.json) o.out.write(JSON.stringify(s, null, 2) + '\n');
+    else if (s!.detail) o.out.write(`detail: ${s!.detail}\n`);
+    return s!.state === 'completed' ? 0 : 3;
+  } finally {
+    await client.close().catch(() => {});
+  }
+}

@@ -1,0 +1,453 @@
+// The command lifecycle of DESIGN.md, journaled at every step:
+//   submitted → sent → accepted → running → completed | unverified | failed | rejected | timeout | cancelled
+// Only the device's result frame (with its evidence) or the host's own verdict after asking
+// the device moves a command to a terminal state, and it moves exactly once.
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import {
+  isTerminal,
+  type AckFrame,
+  type ErrorCode,
+  type LifecycleState,
+  type ProgressFrame,
+  type ResultFrame,
+} from '@proofrig/protocol';
+import type { Clock, TimerHandle } from './clock.js';
+import type { Devices } from './devices.js';
+import type { CommandRecord, Journal } from './journal.js';
+import type { Session } from './session.js';
+import { newCommandId, newRequestId } from './ids.js';
+import { planAction } from './plan.js';
+import { ACTIONS, isActionName } from '@proofrig/protocol';
+
+export interface SubmitInput {
+  device_id: string;
+  action: string;
+  args: Record<string, unknown>;
+  /** Idempotency key: the same key on the same device returns the same command, never a second execution. */
+  request_id?: string;
+}
+
+export interface CommandStatus {
+  command_id: string;
+  request_id: string;
+  device_id: string;
+  action: string;
+  args: Record<string, unknown>;
+  state: LifecycleState;
+  terminal: boolean;
+  accepted: boolean;
+  executed: boolean;
+  verified: boolean;
+  evidence: string | null;
+  error_code: ErrorCode | null;
+  detail: string | null;
+  submitted_at: string;
+  terminal_at: string | null;
+  elapsed_ms: number;
+  deadline_ms: number | null;
+  estimated_seconds: number;
+  estimated_remaining_seconds: number | null;
+  progress_pct: number | null;
+  device_state: CommandRecord['device_state'];
+  device_state_observed_at: string | null;
+  device_state_age_ms: number | null;
+}
+
+export interface CommandOptions {
+  /** After a deadline with the device offline, wait this long for it to come back and answer before deciding timeout. */
+  offlineGraceMs: number;
+  /** Longest wait for the device's answer to a post-deadline state query. */
+  queryWaitMs: number;
+}
+
+export class Commands extends EventEmitter {
+  private deadlines = new Map<string, TimerHandle>();
+  /** Commands whose deadline passed while their device was offline, with the grace timer. */
+  private waiting = new Map<string, TimerHandle>();
+
+  constructor(
+    private readonly journal: Journal,
+    private readonly devices: Devices,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly opts: CommandOptions,
+  ) {
+    super();
+    this.setMaxListeners(0);
+  }
+
+  submit(input: SubmitInput): CommandStatus {
+    const now = this.clock.now();
+    const dev = input.device_id;
+    if (input.request_id !== undefined) {
+      const prior = this.journal.byRequest(dev, input.request_id);
+      if (prior) {
+        if (prior.action === input.action && sameArgs(prior.args, input.args)) return this.view(prior);
+        return this.view(
+          this.rejectNew(input, 'INVALID_ARGS', `request_id ${input.request_id} was already used on ${dev} for ${prior.action} ${JSON.stringify(prior.args)} (${prior.command_id}); use a new request_id for a different command`, false),
+        );
+      }
+    }
+    const board = this.devices.board(dev);
+    const session = this.devices.session(dev);
+    if (!board || !session) {
+      const why = !board
+        ? `no device "${dev}" is provisioned on this host; list_devices shows the known ones`
+        : `device ${dev} is offline${this.lastSeenText(dev)}; nothing was sent`;
+      return this.view(this.rejectNew(input, 'DEVICE_OFFLINE', why, true));
+    }
+    const plan = planAction(board, input.action, input.args, this.devices.rttMax(dev));
+    if (!plan.ok) return this.view(this.rejectNew(input, plan.code, plan.detail, true));
+
+    const c = this.record(input, now);
+    c.estimated_ms = plan.estimatedMs;
+    this.journal.insert(c);
+    this.logSubmitted(c);
+    this.send(c, session, plan.deadlineMs);
+    return this.view(c);
+  }
+
+  status(commandId: string): CommandStatus | undefined {
+    const c = this.journal.get(commandId);
+    return c ? this.view(c) : undefined;
+  }
+
+  history(commandId: string) {
+    return this.journal.events(commandId);
+  }
+
+  /** Resolve with the status as soon as the command is terminal, or after `ms` with whatever it is then. */
+  waitTerminal(commandId: string, ms: number, signal?: AbortSignal): Promise<CommandStatus | undefined> {
+    const now = this.status(commandId);
+    if (!now || now.terminal || ms <= 0) return Promise.resolve(now);
+    return new Promise((resolve) => {
+      const done = () => {
+        this.off('change:' + commandId, onChange);
+        this.clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve(this.status(commandId));
+      };
+      const onChange = (s: CommandStatus) => {
+        if (s.terminal) done();
+      };
+      const timer = this.clock.setTimeout(done, ms);
+      this.on('change:' + commandId, onChange);
+      signal?.addEventListener('abort', done);
+    });
+  }
+
+  // ---- device events ----------------------------------------------------------------
+
+  /** A device came online. A new boot id fails everything it had in flight; the same boot gets unacknowledged idempotent commands again. */
+  online(s: Session, previousBoot: string | null): void {
+    const dev = s.dev!;
+    const open = this.journal.open().filter((c) => c.device_id === dev);
+    const rebooted = previousBoot !== null && previousBoot !== s.boot;
+    for (const c of open) {
+      if (c.boot_id !== null && c.boot_id !== s.boot) {
+        this.finish(c, 'failed', {
+          code: 'DEVICE_REBOOTED',
+          detail: `device ${dev} restarted (boot ${c.boot_id} → ${s.boot}) while this command was in flight; its outcome was lost with the old boot and outputs are back in their power-on state. Read the device state before retrying.`,
+        });
+        continue;
+      }
+      if (rebooted) continue;
+      if (c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent) {
+        // The device may never have received it; its dedupe ring makes a repeat of the same request_id harmless.
+        c.sends++;
+        c.updated_at = this.clock.now();
+        this.journal.update(c, false, `re-sent after reconnect (send #${c.sends}, same request_id)`);
+        s.send({ t: 'cmd', rid: c.request_id, a: c.action, p: c.args });
+      }
+      if (this.waiting.has(c.command_id) || (c.deadline_at !== null && c.deadline_at <= this.clock.now())) {
+        this.clock.clearTimeout(this.waiting.get(c.command_id));
+        this.waiting.delete(c.command_id);
+        void this.expire(c.command_id);
+      }
+    }
+  }
+
+  ack(s: Session, f: AckFrame): void {
+    const c = this.journal.byRequest(s.dev!, f.rid);
+    if (!c || isTerminal(c.state)) return;
+    const next: LifecycleState = f.st === 'running' ? 'running' : c.state === 'running' ? 'running' : 'accepted';
+    const changed = next !== c.state;
+    c.state = next;
+    c.accepted = true;
+    c.updated_at = this.clock.now();
+    this.journal.update(c, changed);
+    this.changed(c);
+  }
+
+  progress(s: Session, f: ProgressFrame): void {
+    const c = this.journal.byRequest(s.dev!, f.rid);
+    if (!c || isTerminal(c.state)) return;
+    const changed = c.state !== 'running';
+    c.state = 'running';
+    c.accepted = true;
+    c.progress = f.pct;
+    c.updated_at = this.clock.now();
+    this.journal.update(c, changed);
+    this.changed(c);
+    this.emit('progress:' + c.command_id, { pct: f.pct, msg: f.msg });
+  }
+
+  result(s: Session, f: ResultFrame): void {
+    const dev = s.dev!;
+    this.devices.observe(dev, f.s);
+    // Confirm first, whatever happens next: the device may drop it from its outbox once it is journaled or known.
+    const c = this.journal.byRequest(dev, f.rid);
+    if (!c) {
+      this.log.warn({ evt: 'unknown_result', device_id: dev, rid: f.rid }, 'result for a request this host never sent');
+      s.send({ t: 'rack', rid: f.rid });
+      return;
+    }
+    if (isTerminal(c.state)) {
+      if (c.state === 'timeout' || c.state === 'failed') {
+        c.updated_at = this.clock.now();
+        this.journal.update(c, false, `late result from device ignored: ${f.st}${f.code ? ' ' + f.code : ''}${f.msg ? ': ' + f.msg : ''}`);
+      }
+      s.send({ t: 'rack', rid: f.rid });
+      return;
+    }
+    c.device_state = f.s;
+    c.device_state_at = this.clock.now();
+    this.finish(c, f.st, {
+      code: f.code,
+      detail: f.msg ?? null,
+      evidence: f.ev,
+      verified: f.st === 'completed' && f.ver,
+      executed: f.st === 'completed' || f.st === 'unverified' || f.st === 'failed',
+      accepted: f.st !== 'rejected',
+    });
+    s.send({ t: 'rack', rid: f.rid });
+  }
+
+  /** Re-arm deadlines of commands that were open when the host stopped. */
+  recover(): void {
+    for (const c of this.journal.open()) {
+      if (c.deadline_at === null) {
+        this.finish(c, 'timeout', { code: 'TIMEOUT', detail: 'the host stopped before this command was sent; nothing reached the device' });
+        continue;
+      }
+      this.arm(c.command_id, c.deadline_at - this.clock.now());
+    }
+  }
+
+  close(): void {
+    for (const t of this.deadlines.values()) this.clock.clearTimeout(t);
+    for (const t of this.waiting.values()) this.clock.clearTimeout(t);
+    this.deadlines.clear();
+    this.waiting.clear();
+  }
+
+  // ---- internals -------------------------------------------------------------------
+
+  private send(c: CommandRecord, s: Session, deadlineMs: number): void {
+    const now = this.clock.now();
+    c.state = 'sent';
+    c.boot_id = s.boot!;
+    c.sends = 1;
+    c.deadline_at = now + deadlineMs;
+    c.updated_at = now;
+    this.journal.update(c, true, `deadline ${deadlineMs} ms`);
+    s.send({ t: 'cmd', rid: c.request_id, a: c.action as 'relay.set', p: c.args });
+    this.changed(c);
+    this.arm(c.command_id, deadlineMs);
+  }
+
+  private arm(id: string, ms: number): void {
+    this.clock.clearTimeout(this.deadlines.get(id));
+    this.deadlines.set(id, this.clock.setTimeout(() => void this.expire(id), Math.max(0, ms)));
+  }
+
+  /** The deadline passed: ask the device for its real state before deciding anything. */
+  private async expire(id: string): Promise<void> {
+    this.deadlines.delete(id);
+    let c = this.journal.get(id);
+    if (!c || isTerminal(c.state)) return;
+    const dev = c.device_id;
+    if (!this.devices.session(dev)) {
+      if (this.waiting.has(id)) return;
+      this.waiting.set(
+        id,
+        this.clock.setTimeout(() => {
+          this.waiting.delete(id);
+          const cur = this.journal.get(id);
+          if (cur && !isTerminal(cur.state))
+            this.finish(cur, 'timeout', {
+              code: 'TIMEOUT',
+              detail: `deadline passed and device ${dev} stayed offline for ${this.opts.offlineGraceMs} ms more, so its real state could not be read; the outcome is unknown`,
+            });
+        }, this.opts.offlineGraceMs),
+      );
+      c.updated_at = this.clock.now();
+      this.journal.update(c, false, 'deadline passed while the device is offline; waiting for it to reconnect');
+      return;
+    }
+    const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
+    const answer = await this.devices.query(dev, c.request_id, wait);
+    c = this.journal.get(id);
+    if (!c || isTerminal(c.state)) return;
+    if (!answer) {
+      if (!this.devices.session(dev)) return void this.expire(id);
+      return this.finish(c, 'timeout', { code: 'TIMEOUT', detail: `deadline passed and device ${dev} did not answer a state query within ${wait} ms; the outcome is unknown` });
+    }
+    c.device_state = answer.s;
+    c.device_state_at = this.clock.now();
+    if (answer.rst === 'done') {
+      // The device re-sends the stored result right after its state frame; give it one round trip.
+      this.arm(id, this.devices.rttMax(dev) * 2);
+      this.journal.update(c, false, 'device says done after the deadline; waiting for its result frame');
+      return;
+    }
+    if (answer.rst === 'unknown' && c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent && c.sends < 2) {
+      const s = this.devices.session(dev)!;
+      c.sends++;
+      this.journal.update(c, false, 'device never received it; re-sent once with the same request_id');
+      const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev));
+      return this.send(c, s, plan.ok ? plan.deadlineMs : 1000);
+    }
+    this.finish(c, 'timeout', {
+      code: 'TIMEOUT',
+      detail:
+        answer.rst === 'running'
+          ? `deadline passed and device ${dev} reports the command still running; the outcome is unknown`
+          : `deadline passed and device ${dev} has no record of request ${c.request_id}; it was not executed as far as the device remembers`,
+    });
+  }
+
+  private finish(
+    c: CommandRecord,
+    state: LifecycleState,
+    r: { code?: ErrorCode; detail?: string | null; evidence?: CommandRecord['evidence']; verified?: boolean; executed?: boolean; accepted?: boolean },
+  ): void {
+    const now = this.clock.now();
+    c.state = state;
+    c.error_code = r.code ?? null;
+    c.detail = r.detail ?? null;
+    c.evidence = r.evidence ?? 'none';
+    c.verified = r.verified ?? false;
+    c.executed = r.executed ?? false;
+    if (r.accepted !== undefined) c.accepted = c.accepted || r.accepted;
+    c.updated_at = now;
+    c.terminal_at = now;
+    this.journal.update(c, true, c.detail);
+    this.clock.clearTimeout(this.deadlines.get(c.command_id));
+    this.deadlines.delete(c.command_id);
+    this.clock.clearTimeout(this.waiting.get(c.command_id));
+    this.waiting.delete(c.command_id);
+    this.logTerminal(c);
+    this.changed(c);
+  }
+
+  private record(input: SubmitInput, now: number): CommandRecord {
+    return {
+      command_id: newCommandId(),
+      device_id: input.device_id,
+      request_id: input.request_id ?? newRequestId(),
+      action: input.action,
+      args: input.args,
+      state: 'submitted',
+      accepted: false,
+      executed: false,
+      verified: false,
+      evidence: null,
+      error_code: null,
+      detail: null,
+      boot_id: null,
+      submitted_at: now,
+      updated_at: now,
+      terminal_at: null,
+      deadline_at: null,
+      estimated_ms: 0,
+      progress: null,
+      device_state: null,
+      device_state_at: null,
+      sends: 0,
+    };
+  }
+
+  /** Journal a command that is refused before anything is sent. */
+  private rejectNew(input: SubmitInput, code: ErrorCode, detail: string, keepRequestId: boolean): CommandRecord {
+    const c = this.record({ ...input, request_id: keepRequestId ? input.request_id : undefined }, this.clock.now());
+    this.journal.insert(c);
+    this.logSubmitted(c);
+    this.finish(c, 'rejected', { code, detail });
+    return c;
+  }
+
+  private changed(c: CommandRecord): void {
+    this.emit('change:' + c.command_id, this.view(c));
+  }
+
+  private lastSeenText(dev: string): string {
+    const v = this.devices.view(dev);
+    return v?.last_seen ? ` (last seen ${v.last_seen}, ${v.last_seen_age_ms} ms ago)` : ' (never connected)';
+  }
+
+  private logSubmitted(c: CommandRecord): void {
+    this.log.info(
+      { evt: 'command', phase: 'submitted', command_id: c.command_id, request_id: c.request_id, device_id: c.device_id, action: c.action, args: c.args },
+      'command submitted',
+    );
+  }
+
+  private logTerminal(c: CommandRecord): void {
+    this.log.info(
+      {
+        evt: 'command',
+        phase: 'terminal',
+        command_id: c.command_id,
+        device_id: c.device_id,
+        state: c.state,
+        evidence: c.evidence,
+        verified: c.verified,
+        error_code: c.error_code,
+        elapsed_ms: (c.terminal_at ?? c.updated_at) - c.submitted_at,
+        detail: c.detail,
+      },
+      'command ' + c.state,
+    );
+  }
+
+  view(c: CommandRecord): CommandStatus {
+    const now = this.clock.now();
+    const terminal = isTerminal(c.state);
+    const end = c.terminal_at ?? now;
+    return {
+      command_id: c.command_id,
+      request_id: c.request_id,
+      device_id: c.device_id,
+      action: c.action,
+      args: c.args,
+      state: c.state,
+      terminal,
+      accepted: c.accepted,
+      executed: c.executed,
+      verified: c.verified,
+      evidence: c.evidence,
+      error_code: c.error_code,
+      detail: c.detail,
+      submitted_at: new Date(c.submitted_at).toISOString(),
+      terminal_at: c.terminal_at === null ? null : new Date(c.terminal_at).toISOString(),
+      elapsed_ms: end - c.submitted_at,
+      deadline_ms: c.deadline_at === null ? null : c.deadline_at - c.submitted_at,
+      estimated_seconds: c.estimated_ms / 1000,
+      estimated_remaining_seconds: terminal ? null : Math.max(0, c.submitted_at + c.estimated_ms - now) / 1000,
+      progress_pct: c.progress,
+      device_state: c.device_state,
+      device_state_observed_at: c.device_state_at === null ? null : new Date(c.device_state_at).toISOString(),
+      device_state_age_ms: c.device_state_at === null ? null : now - c.device_state_at,
+    };
+  }
+}
+
+function sameArgs(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  return JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b));
+}
+
+function sortKeys(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]]));
+}

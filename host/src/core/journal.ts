@@ -1,0 +1,256 @@
+// The persistent journal: every command with its lifecycle, and the provisioned devices.
+// better-sqlite3 is synchronous, so a state change is on disk before anyone is told of it.
+import Database from 'better-sqlite3';
+import type { BoardDef, DeviceState, ErrorCode, Evidence, LifecycleState } from '@proofrig/protocol';
+
+export interface CommandRecord {
+  command_id: string;
+  device_id: string;
+  request_id: string;
+  action: string;
+  args: Record<string, unknown>;
+  state: LifecycleState;
+  accepted: boolean;
+  executed: boolean;
+  verified: boolean;
+  evidence: Evidence | null;
+  error_code: ErrorCode | null;
+  detail: string | null;
+  /** Boot id of the device when the command was sent. */
+  boot_id: string | null;
+  submitted_at: number;
+  updated_at: number;
+  terminal_at: number | null;
+  deadline_at: number | null;
+  estimated_ms: number;
+  progress: number | null;
+  device_state: DeviceState | null;
+  device_state_at: number | null;
+  sends: number;
+}
+
+export interface DeviceRecord {
+  device_id: string;
+  secret: string;
+  board: BoardDef;
+  last_boot: string | null;
+  last_seen: number | null;
+}
+
+export interface CommandEvent {
+  at: number;
+  state: LifecycleState;
+  note: string | null;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS commands (
+  command_id TEXT PRIMARY KEY,
+  device_id TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  action TEXT NOT NULL,
+  args TEXT NOT NULL,
+  state TEXT NOT NULL,
+  accepted INTEGER NOT NULL,
+  executed INTEGER NOT NULL,
+  verified INTEGER NOT NULL,
+  evidence TEXT,
+  error_code TEXT,
+  detail TEXT,
+  boot_id TEXT,
+  submitted_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  terminal_at INTEGER,
+  deadline_at INTEGER,
+  estimated_ms INTEGER NOT NULL,
+  progress REAL,
+  device_state TEXT,
+  device_state_at INTEGER,
+  sends INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS commands_request ON commands(device_id, request_id);
+CREATE INDEX IF NOT EXISTS commands_open ON commands(state) WHERE terminal_at IS NULL;
+CREATE TABLE IF NOT EXISTS command_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  command_id TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  note TEXT
+);
+CREATE INDEX IF NOT EXISTS command_events_cmd ON command_events(command_id);
+CREATE TABLE IF NOT EXISTS devices (
+  device_id TEXT PRIMARY KEY,
+  secret TEXT NOT NULL,
+  board TEXT NOT NULL,
+  last_boot TEXT,
+  last_seen INTEGER
+);
+`;
+
+type Row = Record<string, unknown>;
+
+function toRecord(r: Row): CommandRecord {
+  return {
+    command_id: r.command_id as string,
+    device_id: r.device_id as string,
+    request_id: r.request_id as string,
+    action: r.action as string,
+    args: JSON.parse(r.args as string),
+    state: r.state as LifecycleState,
+    accepted: r.accepted === 1,
+    executed: r.executed === 1,
+    verified: r.verified === 1,
+    evidence: (r.evidence as Evidence | null) ?? null,
+    error_code: (r.error_code as ErrorCode | null) ?? null,
+    detail: (r.detail as string | null) ?? null,
+    boot_id: (r.boot_id as string | null) ?? null,
+    submitted_at: r.submitted_at as number,
+    updated_at: r.updated_at as number,
+    terminal_at: (r.terminal_at as number | null) ?? null,
+    deadline_at: (r.deadline_at as number | null) ?? null,
+    estimated_ms: r.estimated_ms as number,
+    progress: (r.progress as number | null) ?? null,
+    device_state: r.device_state ? JSON.parse(r.device_state as string) : null,
+    device_state_at: (r.device_state_at as number | null) ?? null,
+    sends: r.sends as number,
+  };
+}
+
+function toRow(c: CommandRecord): Row {
+  return {
+    ...c,
+    args: JSON.stringify(c.args),
+    accepted: c.accepted ? 1 : 0,
+    executed: c.executed ? 1 : 0,
+    verified: c.verified ? 1 : 0,
+    device_state: c.device_state ? JSON.stringify(c.device_state) : null,
+  };
+}
+
+export class Journal {
+  private db: Database.Database;
+  private stmts: Record<string, Database.Statement>;
+
+  /** `path` is a file, or ':memory:' for tests that do not restart. */
+  constructor(path: string) {
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec(SCHEMA);
+    const cols = Object.keys(toRow(blank())).join(', ');
+    const vals = Object.keys(toRow(blank()))
+      .map((k) => '@' + k)
+      .join(', ');
+    const sets = Object.keys(toRow(blank()))
+      .filter((k) => k !== 'command_id')
+      .map((k) => `${k} = @${k}`)
+      .join(', ');
+    this.stmts = {
+      insert: this.db.prepare(`INSERT INTO commands (${cols}) VALUES (${vals})`),
+      update: this.db.prepare(`UPDATE commands SET ${sets} WHERE command_id = @command_id`),
+      get: this.db.prepare('SELECT * FROM commands WHERE command_id = ?'),
+      byRequest: this.db.prepare('SELECT * FROM commands WHERE device_id = ? AND request_id = ?'),
+      open: this.db.prepare('SELECT * FROM commands WHERE terminal_at IS NULL ORDER BY submitted_at'),
+      event: this.db.prepare('INSERT INTO command_events (command_id, at, state, note) VALUES (?, ?, ?, ?)'),
+      events: this.db.prepare('SELECT at, state, note FROM command_events WHERE command_id = ? ORDER BY id'),
+      device: this.db.prepare('SELECT * FROM devices WHERE device_id = ?'),
+      devices: this.db.prepare('SELECT * FROM devices ORDER BY device_id'),
+      putDevice: this.db.prepare(
+        'INSERT INTO devices (device_id, secret, board) VALUES (?, ?, ?) ON CONFLICT(device_id) DO UPDATE SET secret = excluded.secret, board = excluded.board',
+      ),
+      seen: this.db.prepare('UPDATE devices SET last_boot = ?, last_seen = ? WHERE device_id = ?'),
+    };
+  }
+
+  insert(c: CommandRecord, note: string | null = null): void {
+    this.db.transaction(() => {
+      this.stmts.insert.run(toRow(c));
+      this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
+    })();
+  }
+
+  /** Persist the record; `note` goes to the command's event history when the state changed or a note is given. */
+  update(c: CommandRecord, stateChanged: boolean, note: string | null = null): void {
+    this.db.transaction(() => {
+      this.stmts.update.run(toRow(c));
+      if (stateChanged || note) this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
+    })();
+  }
+
+  get(commandId: string): CommandRecord | undefined {
+    const r = this.stmts.get.get(commandId) as Row | undefined;
+    return r ? toRecord(r) : undefined;
+  }
+
+  byRequest(deviceId: string, requestId: string): CommandRecord | undefined {
+    const r = this.stmts.byRequest.get(deviceId, requestId) as Row | undefined;
+    return r ? toRecord(r) : undefined;
+  }
+
+  open(): CommandRecord[] {
+    return (this.stmts.open.all() as Row[]).map(toRecord);
+  }
+
+  events(commandId: string): CommandEvent[] {
+    return this.stmts.events.all(commandId) as CommandEvent[];
+  }
+
+  device(deviceId: string): DeviceRecord | undefined {
+    const r = this.stmts.device.get(deviceId) as Row | undefined;
+    return r ? toDevice(r) : undefined;
+  }
+
+  devices(): DeviceRecord[] {
+    return (this.stmts.devices.all() as Row[]).map(toDevice);
+  }
+
+  /** Register (or re-key) a device with its secret and board. */
+  provision(deviceId: string, secret: string, board: BoardDef): void {
+    this.stmts.putDevice.run(deviceId, secret, JSON.stringify(board));
+  }
+
+  seen(deviceId: string, boot: string, at: number): void {
+    this.stmts.seen.run(boot, at, deviceId);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+function toDevice(r: Row): DeviceRecord {
+  return {
+    device_id: r.device_id as string,
+    secret: r.secret as string,
+    board: JSON.parse(r.board as string),
+    last_boot: (r.last_boot as string | null) ?? null,
+    last_seen: (r.last_seen as number | null) ?? null,
+  };
+}
+
+function blank(): CommandRecord {
+  return {
+    command_id: '',
+    device_id: '',
+    request_id: '',
+    action: '',
+    args: {},
+    state: 'submitted',
+    accepted: false,
+    executed: false,
+    verified: false,
+    evidence: null,
+    error_code: null,
+    detail: null,
+    boot_id: null,
+    submitted_at: 0,
+    updated_at: 0,
+    terminal_at: null,
+    deadline_at: null,
+    estimated_ms: 0,
+    progress: null,
+    device_state: null,
+    device_state_at: null,
+    sends: 0,
+  };
+}

@@ -1,0 +1,150 @@
+// One device connection: the hello → challenge → auth handshake, liveness, and routing of
+// validated frames. A device that cannot prove its per-device secret is refused; the secret
+// itself never crosses the link and is never logged.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import {
+  authMessage,
+  LIVENESS_MISSES,
+  parseToHost,
+  PROTOCOL_VERSION,
+  type ErrorCode,
+  type HelloFrame,
+  type ToDeviceFrame,
+  type ToHostFrame,
+} from '@proofrig/protocol';
+import type { Clock, TimerHandle } from './clock.js';
+import type { Link } from './link.js';
+import { newNonce } from './ids.js';
+
+export interface SessionHandler {
+  /** The provisioned secret and board id of a device, or undefined when unknown. */
+  credentials(dev: string): { secret: string; boardId: string } | undefined;
+  /** The device proved itself. */
+  online(s: Session): void;
+  /** The connection is gone (only called for sessions that came online). */
+  offline(s: Session, reason: string): void;
+  /** A valid frame from an authenticated device. */
+  frame(s: Session, f: ToHostFrame): void;
+}
+
+export interface SessionOptions {
+  heartbeatMs: number;
+  /** How long a connection may take to finish the handshake. */
+  handshakeMs: number;
+}
+
+export class Session {
+  dev: string | undefined;
+  boot: string | undefined;
+  fw: string | undefined;
+  authed = false;
+  lastRx: number;
+  private hello: HelloFrame | undefined;
+  private sn = newNonce();
+  private timer: TimerHandle | undefined;
+  private ended = false;
+
+  constructor(
+    readonly link: Link,
+    private readonly h: SessionHandler,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly opts: SessionOptions,
+  ) {
+    this.lastRx = clock.now();
+    link.onmessage = (text) => this.receive(text);
+    link.onclose = (reason) => this.end(reason);
+    this.timer = clock.setTimeout(() => this.refuse('AUTH_FAILED', 'handshake not completed in time'), opts.handshakeMs);
+  }
+
+  send(f: ToDeviceFrame): void {
+    this.link.send(JSON.stringify(f));
+  }
+
+  close(reason: string): void {
+    this.link.close(reason);
+    this.end(reason);
+  }
+
+  private refuse(code: ErrorCode, msg: string): void {
+    this.log.warn({ evt: 'device_refused', dev: this.dev, remote: this.link.remote, code, msg }, 'device refused');
+    this.send({ t: 'err', code, msg });
+    this.close(code);
+  }
+
+  private receive(text: string): void {
+    if (this.ended) return;
+    this.lastRx = this.clock.now();
+    const p = parseToHost(text);
+    if (!p.ok) {
+      // A bad frame is answered and ignored; it never changes state.
+      this.log.warn({ evt: 'bad_frame', dev: this.dev, code: p.code, msg: p.msg }, 'bad frame from device');
+      this.send({ t: 'err', code: p.code, msg: p.msg, ref: p.ref });
+      return;
+    }
+    const f = p.f;
+    if (!this.authed) return this.handshake(f);
+    if (f.t === 'hello' || f.t === 'auth') {
+      this.send({ t: 'err', code: 'MALFORMED_FRAME', msg: f.t + ': already authenticated on this connection' });
+      return;
+    }
+    if (f.t === 'err') {
+      this.log.warn({ evt: 'device_error', dev: this.dev, code: f.code, msg: f.msg, ref: f.ref }, 'device reported an error');
+    }
+    this.h.frame(this, f);
+  }
+
+  private handshake(f: ToHostFrame): void {
+    if (f.t === 'hello' && !this.hello) {
+      if (f.v !== PROTOCOL_VERSION) return this.refuse('PROTOCOL_VERSION', `protocol version ${f.v} is not ${PROTOCOL_VERSION}`);
+      this.hello = f;
+      this.dev = f.dev;
+      this.send({ t: 'chal', v: PROTOCOL_VERSION, sn: this.sn });
+      return;
+    }
+    if (f.t === 'auth' && this.hello) {
+      const hello = this.hello;
+      const cred = this.h.credentials(hello.dev);
+      // Unknown device and wrong secret get the same answer, so the reply reveals nothing.
+      const expected = createHmac('sha256', cred ? cred.secret : newNonce())
+        .update(authMessage(hello.dev, hello.boot, hello.cn, this.sn))
+        .digest();
+      const got = Buffer.from(f.mac, 'hex');
+      if (!cred || got.length !== expected.length || !timingSafeEqual(got, expected)) {
+        return this.refuse('AUTH_FAILED', `device ${hello.dev} could not prove its secret`);
+      }
+      if (cred.boardId !== hello.board) {
+        return this.refuse('AUTH_FAILED', `device ${hello.dev} runs board "${hello.board}" but is provisioned as "${cred.boardId}"`);
+      }
+      this.clock.clearTimeout(this.timer);
+      this.authed = true;
+      this.boot = hello.boot;
+      this.fw = hello.fw;
+      this.send({ t: 'ok', hb: this.opts.heartbeatMs });
+      this.h.online(this);
+      this.beat();
+      return;
+    }
+    this.refuse('AUTH_FAILED', `${f.t}: authenticate first (hello, then auth)`);
+  }
+
+  /** Heartbeat out, and liveness in: a device silent for LIVENESS_MISSES periods is gone. */
+  private beat(): void {
+    if (this.ended) return;
+    const silent = this.clock.now() - this.lastRx;
+    if (silent > this.opts.heartbeatMs * LIVENESS_MISSES) {
+      this.close(`no frame for ${silent} ms`);
+      return;
+    }
+    this.send({ t: 'hb' });
+    this.timer = this.clock.setTimeout(() => this.beat(), this.opts.heartbeatMs);
+  }
+
+  private end(reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.clock.clearTimeout(this.timer);
+    if (this.authed) this.h.offline(this, reason);
+  }
+}

@@ -1,0 +1,77 @@
+// The device gateway: devices dial in over WebSocket at DEVICE_PATH; each connection becomes
+// a Link handed to the host core, which runs the handshake and everything after it.
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { DEVICE_PATH } from '@proofrig/protocol';
+import type { Link } from '../core/link.js';
+import type { HostCore } from '../core/host.js';
+
+/** Larger frames are refused by the socket layer: no legitimate frame is near this. */
+const MAX_FRAME_BYTES = 64 * 1024;
+
+class WsLink implements Link {
+  onmessage?: (text: string) => void;
+  onclose?: (reason: string) => void;
+  closed = false;
+
+  constructor(
+    private readonly ws: WebSocket,
+    readonly remote: string,
+  ) {
+    ws.on('message', (data, isBinary) => {
+      // Binary frames are passed on as text so the validator answers them with a specific error.
+      const text = isBinary ? '\u0000binary frame' : data.toString();
+      this.onmessage?.(text);
+    });
+    ws.on('close', (code, reason) => this.gone(`closed (${code}${reason.length ? ' ' + reason.toString() : ''})`));
+    ws.on('error', (err) => this.gone('socket error: ' + err.message));
+  }
+
+  send(text: string): void {
+    if (this.closed || this.ws.readyState !== this.ws.OPEN) return;
+    this.ws.send(text);
+  }
+
+  close(reason = 'closed'): void {
+    if (this.closed) return;
+    this.ws.close(1000, reason.slice(0, 120));
+    // A peer that vanished never answers the close handshake.
+    setTimeout(() => this.ws.terminate(), 1000).unref();
+    this.gone(reason);
+  }
+
+  private gone(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    setImmediate(() => this.onclose?.(reason));
+  }
+}
+
+export class WsGateway {
+  private wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+
+  constructor(private readonly core: HostCore) {}
+
+  /** Take over WebSocket upgrades on DEVICE_PATH of an HTTP server; other paths are refused. */
+  attachTo(server: Server): void {
+    server.on('upgrade', (req, socket, head) => this.upgrade(req, socket, head));
+  }
+
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== DEVICE_PATH) {
+      socket.end(`HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n\r\nDevices connect at ${DEVICE_PATH}\n`);
+      return;
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const remote = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
+      this.core.attach(new WsLink(ws, remote));
+    });
+  }
+
+  close(): void {
+    for (const c of this.wss.clients) c.terminate();
+    this.wss.close();
+  }
+}

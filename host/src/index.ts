@@ -1,0 +1,8 @@
+// Programmatic API of the host (tests, scripts and embedders).
+export { HostCore, type HostOptions } from './core/host.js';
+export { createLinkedPair, type Link } from './core/link.js';
+export { realClock, VirtualClock, type Clock } from './core/clock.js';
+export type { CommandStatus, SubmitInput } from './core/commands.js';
+export { createMcpServer } from './mcp/tools.js';
+export { startHttpHost } from './mcp/http.js';
+export { serve, loadBoard, parseSimSpec, type Running, type ServeOptions } from './serve.js';

@@ -1,0 +1,103 @@
+// zod schemas of what the MCP tools take and return. Lifecycle states, evidence kinds and
+// error codes come from the shared protocol, so the tool surface cannot drift from the wire.
+import { z } from 'zod';
+import { ERROR_CODES, EVIDENCE_KINDS, LIFECYCLE_STATES } from '@proofrig/protocol';
+
+const errorCodes = Object.keys(ERROR_CODES) as [string, ...string[]];
+
+export const RelayStateSchema = z.object({
+  ch: z.number(),
+  cmd: z.boolean().nullable().describe('last level commanded since boot; null = never commanded since boot'),
+  pin: z.boolean().nullable().describe('output pin read back (on/off); null = not read back on this channel'),
+  aux: z.boolean().nullable().describe('auxiliary contact closed; null = no contact wired'),
+});
+
+export const DeviceStateSchema = z.object({
+  up: z.number().describe('device uptime in ms when observed'),
+  relays: z.array(RelayStateSchema),
+});
+
+export const CommandStatusSchema = z.object({
+  command_id: z.string(),
+  request_id: z.string().describe('idempotency key sent to the device; reuse it to retry the same command safely'),
+  device_id: z.string(),
+  action: z.string(),
+  args: z.record(z.string(), z.unknown()),
+  state: z.enum(LIFECYCLE_STATES),
+  terminal: z.boolean().describe('true once the state will never change again'),
+  accepted: z.boolean().describe('the device acknowledged and started the command'),
+  executed: z.boolean().describe('the device reported that it drove the hardware'),
+  verified: z.boolean().describe('feedback confirmed the target state (only ever true with evidence)'),
+  evidence: z.enum(EVIDENCE_KINDS).nullable().describe('what confirmed the outcome; null until terminal'),
+  error_code: z.enum(errorCodes).nullable(),
+  detail: z.string().nullable(),
+  submitted_at: z.string(),
+  terminal_at: z.string().nullable(),
+  elapsed_ms: z.number(),
+  deadline_ms: z.number().nullable().describe('deadline from the timeout formula, ms after submission'),
+  estimated_seconds: z.number(),
+  estimated_remaining_seconds: z.number().nullable(),
+  progress_pct: z.number().nullable(),
+  device_state: DeviceStateSchema.nullable().describe('device state snapshot observed with this command'),
+  device_state_observed_at: z.string().nullable(),
+  device_state_age_ms: z.number().nullable(),
+});
+
+export const DeviceViewSchema = z.object({
+  device_id: z.string(),
+  online: z.boolean(),
+  board_id: z.string(),
+  board_name: z.string(),
+  boot_id: z.string().nullable(),
+  firmware: z.string().nullable(),
+  last_seen: z.string().nullable(),
+  last_seen_age_ms: z.number().nullable(),
+  rtt_max_ms: z.number(),
+  state: DeviceStateSchema.nullable(),
+  state_observed_at: z.string().nullable(),
+  state_age_ms: z.number().nullable().describe('how old the state is; refresh: true reads it from the device'),
+});
+
+export const DeviceStatusSchema = DeviceViewSchema.extend({
+  source: z.enum(['cache', 'device']).describe('device = read from the device by this call; cache = last observation'),
+  refresh_error: z.string().nullable(),
+});
+
+export const DeviceListSchema = z.object({ devices: z.array(DeviceViewSchema) });
+
+const deviceId = z.string({ error: 'device_id must be a string' }).min(1, 'device_id must not be empty').max(64);
+
+export const RelaySetInput = z.strictObject({
+  device_id: deviceId.describe('device id from list_devices'),
+  channel: z
+    .number({ error: 'channel must be an integer channel number such as 1 (not a string)' })
+    .int('channel must be a whole number such as 1, not a fraction')
+    .min(1, 'channel must be 1 or more')
+    .max(64, 'channel must be 64 or less')
+    .describe('relay channel as printed on the module (1-based); the device board decides which exist'),
+  on: z.boolean({ error: 'on must be true or false (a JSON boolean)' }).describe('true = energise the relay, false = release it'),
+  request_id: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'request_id must be 1-64 chars of A-Z a-z 0-9 _ . : -')
+    .optional()
+    .describe('optional idempotency key: sending the same request_id again returns the same command and never switches twice'),
+});
+
+export const ActionStatusInput = z.strictObject({
+  command_id: z.string({ error: 'command_id must be a string' }).min(1).max(64).describe('command_id returned by an action tool'),
+  wait_ms: z
+    .number({ error: 'wait_ms must be an integer number of milliseconds' })
+    .int('wait_ms must be a whole number of milliseconds')
+    .min(0, 'wait_ms must be 0..5000')
+    .max(5000, 'wait_ms must be 0..5000')
+    .default(3000)
+    .describe('wait up to this long for a terminal state (returns as soon as it is terminal); 0 = answer now'),
+});
+
+export const DeviceStatusInput = z.strictObject({
+  device_id: deviceId,
+  refresh: z
+    .boolean({ error: 'refresh must be true or false' })
+    .default(false)
+    .describe('true = ask the device now (slower, fresh); false = cached state with its age'),
+});

@@ -1,0 +1,119 @@
+// Wires a running proofrig: host core + HTTP (MCP and device gateway) + optional stdio MCP
+// + simulated rigs that run the built firmware file and dial into the gateway over real TCP.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { checkBoard, DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { HostCore } from './core/host.js';
+import type { Clock } from './core/clock.js';
+import { newSecret } from './core/ids.js';
+import { startHttpHost, type HttpHost } from './mcp/http.js';
+import { createMcpServer } from './mcp/tools.js';
+import { FIRMWARE_FILE } from './paths.js';
+import { parseFault, SimRig } from './sim/index.js';
+
+export interface SimSpec {
+  boardFile: string;
+  deviceId?: string;
+}
+
+export interface ServeOptions {
+  db: string;
+  /** Port for MCP over HTTP and the device gateway (0 = any free port). */
+  port: number;
+  listenHost?: string;
+  stdio?: boolean;
+  sims?: SimSpec[];
+  faults?: string[];
+  logger: Logger;
+  heartbeatMs?: number;
+  offlineGraceMs?: number;
+  clock?: Clock;
+  firmwareFile?: string;
+  /** Seed for the simulated rigs (actuation jitter); random when absent. */
+  seed?: number;
+}
+
+export interface Running {
+  core: HostCore;
+  http: HttpHost;
+  rigs: Map<string, SimRig>;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Parse "boards/x.json=my-id" (the id part is optional). */
+export function parseSimSpec(s: string): SimSpec {
+  const i = s.lastIndexOf('=');
+  return i > 0 ? { boardFile: s.slice(0, i), deviceId: s.slice(i + 1) } : { boardFile: s };
+}
+
+export function loadBoard(file: string): BoardDef {
+  if (!existsSync(file)) throw new Error(`board file ${file} does not exist`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new Error(`board file ${file} is not valid JSON: ${(e as Error).message}`);
+  }
+  const r = checkBoard(raw);
+  if (!r.ok) throw new Error(`board file ${file} is invalid:\n  ${r.errors.join('\n  ')}`);
+  return r.board;
+}
+
+export async function serve(o: ServeOptions): Promise<Running> {
+  // Validate everything the user typed before anything starts.
+  const sims = (o.sims ?? []).map((s) => {
+    const board = loadBoard(s.boardFile);
+    return { board, id: s.deviceId ?? board.id };
+  });
+  const ids = sims.map((s) => s.id);
+  const dup = ids.find((id, i) => ids.indexOf(id) !== i);
+  if (dup) throw new Error(`two simulated rigs would share the device id "${dup}"; give one another id with --sim FILE=ID`);
+  const faults = (o.faults ?? []).map((f) => {
+    const p = parseFault(f);
+    if (!ids.includes(p.device)) throw new Error(`--fault ${f}: no simulated rig has device id "${p.device}" (rigs: ${ids.join(', ') || 'none'})`);
+    return p;
+  });
+  const firmware = o.firmwareFile ?? FIRMWARE_FILE;
+  if (sims.length > 0 && !existsSync(firmware)) throw new Error(`firmware file ${firmware} is missing; build it with: npm run build`);
+  if (o.db !== ':memory:') mkdirSync(dirname(resolve(o.db)), { recursive: true });
+
+  const core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs });
+  const http = await startHttpHost(core, o.port, o.listenHost ?? '127.0.0.1');
+  const url = `http://${o.listenHost ?? '127.0.0.1'}:${http.port}`;
+
+  const rigs = new Map<string, SimRig>();
+  for (const s of sims) {
+    const secret = newSecret();
+    core.provision(s.id, secret, s.board);
+    const rig = new SimRig({
+      firmwarePath: firmware,
+      config: { dev: s.id, secret, host: `ws://127.0.0.1:${http.port}${DEVICE_PATH}`, board: s.board },
+      clock: o.clock,
+      seed: o.seed,
+      console: (line) => o.logger.debug({ evt: 'sim_console', device_id: s.id, line }, 'firmware console'),
+    });
+    rigs.set(s.id, rig);
+  }
+  for (const f of faults) rigs.get(f.device)!.setFault(f.part, f.fault as never);
+  for (const rig of rigs.values()) rig.boot();
+
+  if (o.stdio) {
+    const server = createMcpServer(core);
+    await server.connect(new StdioServerTransport());
+  }
+
+  return {
+    core,
+    http,
+    rigs,
+    url,
+    async close() {
+      for (const r of rigs.values()) r.shutdown();
+      await http.close();
+      core.close();
+    },
+  };
+}
