@@ -1,0 +1,262 @@
+// Host-core behaviour against a scripted device on an in-memory Link and a virtual clock.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { Writable } from 'node:stream';
+import { HostCore } from '../host/src/core/host.js';
+import { VirtualClock } from '../host/src/core/clock.js';
+import { FakeDevice, flush } from './helpers/fake-device.js';
+import type { BoardDef } from '@proofrig/protocol';
+
+const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
+const SECRET = 'a'.repeat(64);
+
+let clock: VirtualClock;
+let core: HostCore;
+let logLines: Record<string, unknown>[];
+let dbPath: string;
+
+function makeCore() {
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of chunk.toString().split('\n')) if (l) logLines.push(JSON.parse(l));
+      cb();
+    },
+  });
+  return new HostCore({ db: dbPath, clock, logger: pino({ level: 'info' }, sink), heartbeatMs: 1000, offlineGraceMs: 5000 });
+}
+
+beforeEach(() => {
+  clock = new VirtualClock(1_700_000_000_000);
+  logLines = [];
+  dbPath = join(mkdtempSync(join(tmpdir(), 'proofrig-core-')), 'journal.db');
+  core = makeCore();
+  core.provision('rig1', SECRET, board);
+});
+afterEach(() => core.close());
+
+async function online(boot = 'boot0001') {
+  const d = new FakeDevice(core, 'rig1', SECRET, boot);
+  await d.connect();
+  // answer the host's initial state query
+  const q = d.of('q')[0];
+  if (q) d.send({ t: 'state', q: q.q, s: d.state() });
+  await flush();
+  return d;
+}
+
+describe('a device must prove its per-device secret', () => {
+  it('a wrong secret is refused with AUTH_FAILED and the device never comes online', async () => {
+    const d = new FakeDevice(core, 'rig1', SECRET, 'boot0001');
+    await d.connect('b'.repeat(64));
+    expect(d.of('err')[0]).toMatchObject({ code: 'AUTH_FAILED' });
+    expect(d.closed).toBe(true);
+    expect(core.devices.view('rig1')!.online).toBe(false);
+    expect(JSON.stringify(logLines)).not.toContain(SECRET);
+  });
+
+  it('an unknown device gets the same refusal as a wrong secret', async () => {
+    const d = new FakeDevice(core, 'nobody', SECRET, 'boot0001');
+    await d.connect();
+    expect(d.of('err')[0]).toMatchObject({ code: 'AUTH_FAILED' });
+    expect(d.closed).toBe(true);
+  });
+
+  it('commands before authentication are refused and close the link', async () => {
+    const d = new FakeDevice(core, 'rig1', SECRET, 'boot0001');
+    d.send({ t: 'hb', up: 1 });
+    await flush();
+    expect(d.of('err')[0]).toMatchObject({ code: 'AUTH_FAILED' });
+    expect(d.closed).toBe(true);
+  });
+
+  it('the right secret brings the device online with the heartbeat period in the welcome', async () => {
+    const d = await online();
+    expect(d.of('ok')[0]).toEqual({ t: 'ok', hb: 1000 });
+    expect(core.devices.view('rig1')).toMatchObject({ online: true, boot_id: 'boot0001' });
+  });
+});
+
+describe('malformed and unknown frames are answered and change nothing', () => {
+  it.each([
+    ['not json', 'MALFORMED_FRAME', /not valid JSON/],
+    [JSON.stringify([1, 2]), 'MALFORMED_FRAME', /JSON object/],
+    [JSON.stringify({ t: 'res', rid: 'x' }), 'MALFORMED_FRAME', /res: st must be/],
+    [JSON.stringify({ t: 'res', rid: 'x', st: 'completed', ev: 'none', ver: true, s: { up: 1, relays: [] }, ms: 1 }), 'MALFORMED_FRAME', /ver cannot be true without evidence/],
+    [JSON.stringify({ t: 'teleport' }), 'UNKNOWN_FRAME', /unknown frame type "teleport"/],
+  ])('%s → %s', async (text, code, msg) => {
+    const d = await online();
+    const c = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    d.send(text);
+    await flush();
+    const err = d.of('err').at(-1)!;
+    expect(err.code).toBe(code);
+    expect(err.msg).toMatch(msg);
+    expect(core.status(c.command_id)!.state).toBe('sent');
+    expect(core.devices.view('rig1')!.online).toBe(true);
+  });
+});
+
+describe('commands are checked before anything is sent', () => {
+  it('an offline device is rejected with DEVICE_OFFLINE at once and nothing is queued', async () => {
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    expect(s).toMatchObject({ state: 'rejected', terminal: true, error_code: 'DEVICE_OFFLINE', accepted: false, executed: false, verified: false });
+    const d = await online();
+    await flush();
+    expect(d.of('cmd')).toHaveLength(0);
+  });
+
+  it('an unknown device is rejected with DEVICE_OFFLINE and says so', () => {
+    const s = core.submit({ device_id: 'ghost', action: 'relay.set', args: { ch: 1, on: true } });
+    expect(s).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE' });
+    expect(s.detail).toMatch(/no device "ghost"/);
+  });
+
+  it('a channel the board does not have is rejected with INVALID_ARGS naming the valid ones', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true } });
+    expect(s).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
+    expect(s.detail).toMatch(/valid channels: 1, 2, 3, 4/);
+    await flush();
+    expect(d.of('cmd')).toHaveLength(0);
+  });
+});
+
+describe('the lifecycle follows the device', () => {
+  it('sent → accepted → completed with the evidence and state the device reported, confirmed once', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    expect(s.state).toBe('sent');
+    expect(s.deadline_ms).toBeGreaterThan(0);
+    await flush();
+    const cmd = d.of('cmd')[0];
+    expect(cmd).toMatchObject({ rid: s.request_id, a: 'relay.set', p: { ch: 1, on: true } });
+    d.send({ t: 'ack', rid: cmd.rid, st: 'accepted' });
+    await flush();
+    expect(core.status(s.command_id)!).toMatchObject({ state: 'accepted', accepted: true, executed: false });
+    d.send({ t: 'res', rid: cmd.rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 });
+    await flush();
+    expect(core.status(s.command_id)!).toMatchObject({ state: 'completed', terminal: true, executed: true, verified: true, evidence: 'aux_contact' });
+    expect(d.of('rack')).toEqual([{ t: 'rack', rid: cmd.rid }]);
+    const lines = logLines.filter((l) => l.command_id === s.command_id);
+    expect(lines.map((l) => l.phase)).toEqual(['submitted', 'terminal']);
+  });
+
+  it('a result repeated after the command is terminal is confirmed again but changes nothing', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    const res = { t: 'res', rid, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 2 };
+    d.send(res);
+    await flush();
+    d.send({ ...res, st: 'failed', ev: 'pin_readback', ver: false, code: 'READBACK_MISMATCH' });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('completed');
+    expect(d.of('rack')).toHaveLength(2);
+    expect(logLines.filter((l) => l.command_id === s.command_id && l.phase === 'terminal')).toHaveLength(1);
+  });
+
+  it('the same request_id returns the same command and is not sent again', async () => {
+    const d = await online();
+    const a = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-42' });
+    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { on: true, ch: 1 }, request_id: 'agent-42' });
+    expect(b.command_id).toBe(a.command_id);
+    await flush();
+    expect(d.of('cmd')).toHaveLength(1);
+  });
+
+  it('a request_id reused for different arguments is rejected, not merged', async () => {
+    await online();
+    core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-43' });
+    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: false }, request_id: 'agent-43' });
+    expect(b).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
+    expect(b.detail).toMatch(/already used/);
+  });
+});
+
+describe('after the deadline the host asks the device before deciding', () => {
+  it('a device that says the command is done re-sends its result and the command completes', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    clock.advance(s.deadline_ms!);
+    await flush();
+    const q = d.of('q').find((f) => f.rid === rid)!;
+    expect(q).toBeDefined();
+    d.send({ t: 'state', q: q.q, s: d.state(true), rid, rst: 'done' });
+    d.send({ t: 'res', rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('completed');
+  });
+
+  it('a device that still runs it at the deadline ends timeout (outcome unknown), not failed', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    d.send({ t: 'ack', rid, st: 'accepted' });
+    clock.advance(s.deadline_ms!);
+    await flush();
+    const q = d.of('q').find((f) => f.rid === rid)!;
+    d.send({ t: 'state', q: q.q, s: d.state(), rid, rst: 'running' });
+    await flush();
+    expect(core.status(s.command_id)!).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT', executed: false, verified: false });
+    expect(core.status(s.command_id)!.detail).toMatch(/still running/);
+  });
+
+  it('a device that never got the command gets it once more with the same request_id', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    clock.advance(s.deadline_ms!);
+    await flush();
+    const q = d.of('q').find((f) => f.rid === rid)!;
+    d.send({ t: 'state', q: q.q, s: d.state(), rid, rst: 'unknown' });
+    await flush();
+    expect(d.of('cmd').map((c) => c.rid)).toEqual([rid, rid]);
+    expect(core.status(s.command_id)!.state).toBe('sent');
+  });
+
+  it('a silent device ends timeout after the query wait', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    clock.advance(s.deadline_ms!);
+    await flush();
+    clock.advance(700);
+    await flush();
+    expect(core.status(s.command_id)!).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT' });
+    expect(d.of('cmd')).toHaveLength(1);
+  });
+});
+
+describe('reboots and restarts', () => {
+  it('a new boot id fails the in-flight command with DEVICE_REBOOTED', async () => {
+    const d = await online('boot0001');
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true } });
+    await flush();
+    d.send({ t: 'ack', rid: d.of('cmd')[0].rid, st: 'accepted' });
+    await flush();
+    d.link.close('power loss');
+    await flush();
+    await online('boot0002');
+    expect(core.status(s.command_id)!).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED', executed: false, verified: false });
+  });
+
+  it('after a host restart the journal still answers for earlier commands', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 4, on: true } });
+    await flush();
+    d.send({ t: 'res', rid: d.of('cmd')[0].rid, st: 'unverified', ev: 'none', ver: false, s: d.state(true), ms: 0 });
+    await flush();
+    core.close();
+    core = makeCore();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'unverified', evidence: 'none', verified: false, executed: true });
+  });
+});
