@@ -41,7 +41,7 @@ async function online(boot = 'boot0001') {
   const d = new FakeDevice(core, 'rig1', SECRET, boot);
   await d.connect();
   // answer the host's initial state query
-  const q = d.of('q')[0];
+  const q = d.of('q').find((f) => f.rid === undefined);
   if (q) d.send({ t: 'state', q: q.q, s: d.state() });
   await flush();
   return d;
@@ -223,7 +223,7 @@ describe('after the deadline the host asks the device before deciding', () => {
     expect(core.status(s.command_id)!.state).toBe('sent');
   });
 
-  it('a silent device ends timeout after the query wait', async () => {
+  it('a device that does not answer the query is given the offline grace, then the command ends timeout', async () => {
     const d = await online();
     const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     await flush();
@@ -231,8 +231,31 @@ describe('after the deadline the host asks the device before deciding', () => {
     await flush();
     clock.advance(700);
     await flush();
+    expect(core.status(s.command_id)!.state).toBe('sent');
+    clock.advance(5000);
+    await flush();
     expect(core.status(s.command_id)!).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT' });
+    expect(core.status(s.command_id)!.detail).toMatch(/outcome is unknown/);
     expect(d.of('cmd')).toHaveLength(1);
+  });
+
+  it('a device that comes back within the grace is asked again and its result counts', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    d.send({ t: 'ack', rid, st: 'accepted' });
+    await flush();
+    d.link.close('wifi lost');
+    await flush();
+    clock.advance(s.deadline_ms! + 1000);
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('accepted');
+    const back = await online();
+    back.send({ t: 'res', rid, st: 'completed', ev: 'aux_contact', ver: true, s: back.state(true), ms: 25 });
+    await flush();
+    expect(core.status(s.command_id)!).toMatchObject({ state: 'completed', verified: true });
+    expect(back.of('q').some((q) => q.rid === rid)).toBe(true);
   });
 });
 

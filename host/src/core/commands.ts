@@ -65,6 +65,7 @@ export class Commands extends EventEmitter {
   private deadlines = new Map<string, TimerHandle>();
   /** Commands whose deadline passed while their device was offline, with the grace timer. */
   private waiting = new Map<string, TimerHandle>();
+  private closed = false;
 
   constructor(
     private readonly journal: Journal,
@@ -236,6 +237,7 @@ export class Commands extends EventEmitter {
   }
 
   close(): void {
+    this.closed = true;
     for (const t of this.deadlines.values()) this.clock.clearTimeout(t);
     for (const t of this.waiting.values()) this.clock.clearTimeout(t);
     this.deadlines.clear();
@@ -265,35 +267,18 @@ export class Commands extends EventEmitter {
   /** The deadline passed: ask the device for its real state before deciding anything. */
   private async expire(id: string): Promise<void> {
     this.deadlines.delete(id);
+    if (this.closed) return;
     let c = this.journal.get(id);
     if (!c || isTerminal(c.state)) return;
     const dev = c.device_id;
-    if (!this.devices.session(dev)) {
-      if (this.waiting.has(id)) return;
-      this.waiting.set(
-        id,
-        this.clock.setTimeout(() => {
-          this.waiting.delete(id);
-          const cur = this.journal.get(id);
-          if (cur && !isTerminal(cur.state))
-            this.finish(cur, 'timeout', {
-              code: 'TIMEOUT',
-              detail: `deadline passed and device ${dev} stayed offline for ${this.opts.offlineGraceMs} ms more, so its real state could not be read; the outcome is unknown`,
-            });
-        }, this.opts.offlineGraceMs),
-      );
-      c.updated_at = this.clock.now();
-      this.journal.update(c, false, 'deadline passed while the device is offline; waiting for it to reconnect');
-      return;
-    }
+    if (!this.devices.session(dev)) return this.awaitDevice(c, 'deadline passed while the device is offline; waiting for it to reconnect');
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
     const answer = await this.devices.query(dev, c.request_id, wait);
+    if (this.closed) return;
     c = this.journal.get(id);
     if (!c || isTerminal(c.state)) return;
-    if (!answer) {
-      if (!this.devices.session(dev)) return void this.expire(id);
-      return this.finish(c, 'timeout', { code: 'TIMEOUT', detail: `deadline passed and device ${dev} did not answer a state query within ${wait} ms; the outcome is unknown` });
-    }
+    // No answer: the link is probably dead even if its heartbeat has not timed out yet.
+    if (!answer) return this.awaitDevice(c, `device did not answer a state query within ${wait} ms; waiting for it to reconnect`);
     c.device_state = answer.s;
     c.device_state_at = this.clock.now();
     if (answer.rst === 'done') {
@@ -316,6 +301,28 @@ export class Commands extends EventEmitter {
           ? `deadline passed and device ${dev} reports the command still running; the outcome is unknown`
           : `deadline passed and device ${dev} has no record of request ${c.request_id}; it was not executed as far as the device remembers`,
     });
+  }
+
+  /** The device's real state cannot be read now: wait (bounded) for it to come back and be asked again. */
+  private awaitDevice(c: CommandRecord, note: string): void {
+    const id = c.command_id;
+    const dev = c.device_id;
+    if (this.waiting.has(id)) return;
+    const grace = this.opts.offlineGraceMs;
+    this.waiting.set(
+      id,
+      this.clock.setTimeout(() => {
+        this.waiting.delete(id);
+        const cur = this.journal.get(id);
+        if (cur && !isTerminal(cur.state))
+          this.finish(cur, 'timeout', {
+            code: 'TIMEOUT',
+            detail: `deadline passed and device ${dev} could not be asked for its real state for ${grace} ms more; the outcome is unknown`,
+          });
+      }, grace),
+    );
+    c.updated_at = this.clock.now();
+    this.journal.update(c, false, note);
   }
 
   private finish(
