@@ -5,12 +5,12 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { DEVICE_PATH } from '@proofrig/protocol';
 import type { Link } from '../core/link.js';
-import type { HostCore } from '../core/host.js';
 
 /** Larger frames are refused by the socket layer: no legitimate frame is near this. */
 const MAX_FRAME_BYTES = 64 * 1024;
 
-class WsLink implements Link {
+/** A Link over one WebSocket (either end: the gateway's accepted socket or a client). */
+export class WsLink implements Link {
   onmessage?: (text: string) => void;
   onclose?: (reason: string) => void;
   closed = false;
@@ -51,7 +51,8 @@ class WsLink implements Link {
 export class WsGateway {
   private wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
 
-  constructor(private readonly core: HostCore) {}
+  /** `accept` receives every device connection, e.g. `(link) => core.attach(link)`. */
+  constructor(private readonly accept: (link: Link) => void) {}
 
   /** Take over WebSocket upgrades on DEVICE_PATH of an HTTP server; other paths are refused. */
   attachTo(server: Server): void {
@@ -66,7 +67,7 @@ export class WsGateway {
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const remote = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
-      this.core.attach(new WsLink(ws, remote));
+      this.accept(new WsLink(ws, remote));
     });
   }
 

@@ -39,7 +39,7 @@ function jsonRpcError(res: ServerResponse, status: number, message: string): voi
 /** Listen on host:port (0 = any free port) with MCP at /mcp and devices at /device. */
 export async function startHttpHost(core: HostCore, port: number, host = '127.0.0.1'): Promise<HttpHost> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
-  const gateway = new WsGateway(core);
+  const gateway = new WsGateway((link) => core.attach(link));
 
   const server = createServer(async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];

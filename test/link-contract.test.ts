@@ -1,0 +1,100 @@
+// One contract, run against every Link implementation: the core may rely on exactly this.
+import { afterEach, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import WebSocket from 'ws';
+import { createLinkedPair, type Link } from '../host/src/core/link.js';
+import { WsGateway, WsLink } from '../host/src/gateway/ws-gateway.js';
+import { DEVICE_PATH } from '@proofrig/protocol';
+
+type Pair = { a: Link; b: Link; dispose: () => Promise<void> };
+
+const implementations: [string, () => Promise<Pair>][] = [
+  ['in-memory pair', async () => {
+    const [a, b] = createLinkedPair();
+    return { a, b, dispose: async () => {} };
+  }],
+  ['WebSocket gateway', async () => {
+    let accepted!: (l: Link) => void;
+    const got = new Promise<Link>((r) => (accepted = r));
+    const gw = new WsGateway((l) => accepted(l));
+    const server: Server = createServer();
+    gw.attachTo(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as AddressInfo).port;
+    const ws = new WebSocket(`ws://127.0.0.1:${port}${DEVICE_PATH}`);
+    await new Promise((r, j) => ws.once('open', r).once('error', j));
+    const b = new WsLink(ws, 'client');
+    const a = await got;
+    return {
+      a,
+      b,
+      dispose: async () => {
+        gw.close();
+        server.closeAllConnections();
+        await new Promise<void>((r) => server.close(() => r()));
+      },
+    };
+  }],
+];
+
+const until = async (f: () => boolean, ms = 2000) => {
+  const end = Date.now() + ms;
+  while (!f()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+describe.each(implementations)('Link contract: %s', (_name, make) => {
+  let pair: Pair;
+  afterEach(async () => pair && (await pair.dispose()));
+
+  it('delivers every frame, in order, both ways, including non-ASCII text', async () => {
+    pair = await make();
+    const atA: string[] = [];
+    const atB: string[] = [];
+    pair.a.onmessage = (t) => atA.push(t);
+    pair.b.onmessage = (t) => atB.push(t);
+    const frames = Array.from({ length: 50 }, (_, i) => JSON.stringify({ t: 'hb', up: i, note: 'µ✓' }));
+    for (const f of frames) pair.a.send(f);
+    pair.b.send('back');
+    await until(() => atB.length === 50 && atA.length === 1);
+    expect(atB).toEqual(frames);
+    expect(atA).toEqual(['back']);
+  });
+
+  it('close fires onclose once on both sides, and later sends are dropped silently', async () => {
+    pair = await make();
+    let closedA = 0;
+    let closedB = 0;
+    const atB: string[] = [];
+    pair.a.onclose = () => closedA++;
+    pair.b.onclose = () => closedB++;
+    pair.b.onmessage = (t) => atB.push(t);
+    pair.a.close('bye');
+    pair.a.close('again');
+    await until(() => closedA === 1 && closedB === 1);
+    expect(() => pair.a.send('late')).not.toThrow();
+    await new Promise((r) => setTimeout(r, 30));
+    expect(atB).toEqual([]);
+    expect(closedA).toBe(1);
+    expect(closedB).toBe(1);
+    expect(pair.a.closed && pair.b.closed).toBe(true);
+  });
+
+  it('a frame is never delivered synchronously inside send', async () => {
+    pair = await make();
+    let inside = true;
+    let seenInside = false;
+    let delivered = 0;
+    pair.b.onmessage = () => {
+      seenInside = seenInside || inside;
+      delivered++;
+    };
+    pair.a.send('x');
+    inside = false;
+    await until(() => delivered === 1);
+    expect(seenInside).toBe(false);
+  });
+});
