@@ -1,0 +1,40 @@
+// Ambient types for the Espruino globals the firmware uses that Node does not also declare
+// (setTimeout, console, require, process and btoa: see firmware/types/espruino-std.d.ts).
+
+/** Firmware version, replaced at build time from firmware/package.json. */
+declare const __FW_VERSION__: string;
+
+/** Seconds since power-on (float). */
+declare function getTime(): number;
+declare function digitalWrite(pin: number, value: number | boolean): void;
+declare function digitalRead(pin: number): number | boolean;
+declare function pinMode(pin: number, mode: 'output' | 'input' | 'input_pullup' | 'input_pulldown'): void;
+
+declare var E: {
+  /** 32 random bits from the hardware RNG. */
+  hwRand?: () => number;
+  CRC32?: (data: string) => number;
+};
+
+type TimerId = ReturnType<typeof setTimeout>;
+
+interface EspSocket {
+  on(ev: 'data', fn: (bytes: string) => void): void;
+  on(ev: 'close', fn: (hadError?: boolean) => void): void;
+  on(ev: 'error', fn: (err: { code?: number; message?: string }) => void): void;
+  on(ev: 'drain', fn: () => void): void;
+  write(bytes: string): unknown;
+  end(bytes?: string): void;
+}
+interface EspNet {
+  connect(opts: { host: string; port: number }, onConnect: () => void): EspSocket;
+}
+interface EspStorage {
+  readJSON(name: string, noExceptions?: boolean): unknown;
+}
+interface EspWifi {
+  connect(ssid: string, opts: { password: string }, cb: (err: unknown) => void): void;
+}
+interface EspProcess {
+  memory?: () => { free: number; usage: number; total: number };
+}

@@ -1,0 +1,119 @@
+// RFC 6455 framing and the HTTP upgrade, as pure functions over byte strings (one char per
+// byte). No sockets here: ws.ts drives them, the tests call them directly.
+
+export const OP_CONT = 0;
+export const OP_TEXT = 1;
+export const OP_CLOSE = 8;
+export const OP_PING = 9;
+export const OP_PONG = 10;
+
+/** Largest payload either direction: 7-bit and 16-bit lengths only. */
+export const WS_MAX = 65535;
+
+/** Result of ws decoding, filled in place (one object reused for every frame). */
+export interface WsFrame {
+  /** FIN bit. */
+  fin: boolean;
+  op: number;
+  /** Payload bytes, unmasked. */
+  d: string;
+}
+
+/** Decode needs more bytes. */
+export const WS_MORE = 0;
+/** The frame declares a 64-bit length: more than this client accepts (answer close 1009). */
+export const WS_TOO_BIG = -1;
+/** Reserved bits set, or a control frame that is fragmented or longer than 125 (close 1002). */
+export const WS_BAD = -2;
+
+/** XOR bytes of d with the 4-byte key found at k[o..o+3]. */
+export function wsMask(d: string, k: string, o: number): string {
+  let r = '';
+  for (let i = 0; i < d.length; i++) r += String.fromCharCode(d.charCodeAt(i) ^ k.charCodeAt(o + (i & 3)));
+  return r;
+}
+
+/**
+ * Encode one final frame. The payload is bytes (UTF-8 already applied for text); with a 4-byte
+ * mask the frame is masked, as every client→server frame must be. Returns '' when the payload
+ * is longer than WS_MAX.
+ */
+export function wsEncode(op: number, d: string, mask: string): string {
+  const n = d.length;
+  if (n > WS_MAX) return '';
+  const m = mask.length === 4 ? 0x80 : 0;
+  let h = String.fromCharCode(0x80 | op);
+  h += n < 126 ? String.fromCharCode(m | n) : String.fromCharCode(m | 126, n >> 8, n & 255);
+  return m ? h + mask + wsMask(d, mask, 0) : h + d;
+}
+
+/**
+ * Decode the frame at the start of b into out. Returns the number of bytes it took (> 0),
+ * WS_MORE when b holds only part of a frame, or WS_TOO_BIG / WS_BAD.
+ */
+export function wsDecode(b: string, out: WsFrame): number {
+  const n = b.length;
+  if (n < 2) return WS_MORE;
+  const b0 = b.charCodeAt(0);
+  const b1 = b.charCodeAt(1);
+  const op = b0 & 15;
+  let len = b1 & 127;
+  if (b0 & 0x70) return WS_BAD;
+  if (op >= 8 && (len > 125 || !(b0 & 0x80))) return WS_BAD;
+  let p = 2;
+  if (len === 127) return WS_TOO_BIG;
+  if (len === 126) {
+    if (n < 4) return WS_MORE;
+    len = (b.charCodeAt(2) << 8) | b.charCodeAt(3);
+    p = 4;
+  }
+  const mk = p;
+  if (b1 & 0x80) p += 4;
+  if (n < p + len) return WS_MORE;
+  out.fin = (b0 & 0x80) !== 0;
+  out.op = op;
+  out.d = b1 & 0x80 ? wsMask(b.substr(p, len), b, mk) : b.substr(p, len);
+  return p + len;
+}
+
+export interface WsUrl {
+  h: string;
+  p: number;
+  path: string;
+}
+
+/** Parse ws://HOST[:PORT][/PATH]; null when it is not such a URL (wss is not supported). */
+export function wsUrl(u: unknown): WsUrl | null {
+  if (typeof u !== 'string' || u.substr(0, 5) !== 'ws://') return null;
+  const r = u.substr(5);
+  const s = r.indexOf('/');
+  const hp = s < 0 ? r : r.substr(0, s);
+  const c = hp.indexOf(':');
+  const h = c < 0 ? hp : hp.substr(0, c);
+  const ps = c < 0 ? '80' : hp.substr(c + 1);
+  const p = parseInt(ps, 10);
+  if (!h || String(p) !== ps || p < 1 || p > 65535) return null;
+  return { h: h, p: p, path: s < 0 ? '/' : r.substr(s) };
+}
+
+/** The HTTP/1.1 upgrade request; key is the base64 Sec-WebSocket-Key. */
+export function wsRequest(u: WsUrl, key: string): string {
+  return (
+    'GET ' + u.path + ' HTTP/1.1\r\nHost: ' + u.h + ':' + u.p +
+    '\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ' + key +
+    '\r\nSec-WebSocket-Version: 13\r\n\r\n'
+  );
+}
+
+/**
+ * Look at the upgrade response accumulated so far: 0 while the header is incomplete, -1 when
+ * the status is not 101, else the header length (frames may follow it in the same buffer).
+ * Sec-WebSocket-Accept is not verified: that needs SHA-1, which the chip may not have, and it
+ * only guards against non-WebSocket servers answering 101 by mistake.
+ */
+export function wsResponse(b: string): number {
+  const e = b.indexOf('\r\n\r\n');
+  if (e < 0) return 0;
+  const l = b.substr(0, b.indexOf('\r\n')).split(' ');
+  return l[0].substr(0, 7) === 'HTTP/1.' && l[1] === '101' ? e + 4 : -1;
+}
