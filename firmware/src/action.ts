@@ -1,0 +1,17 @@
+// What an action plugs into the executor with. relay.set is one; stepper.move, stepper.home and
+// stop slot in beside it by name.
+import type { BoardDef, DeviceResultState, ErrorCode, Evidence } from '@proofrig/protocol';
+
+/** Report the outcome of the command in ring slot `slot`. Called once per run(). */
+export type Done = (slot: number, st: DeviceResultState, ev: Evidence, ver: boolean, code?: ErrorCode, msg?: string) => void;
+
+export interface Action {
+  /** Action name as on the wire (`cmd.a`). */
+  n: string;
+  /** null when the arguments are valid for this board, else the INVALID_ARGS reason. */
+  chk: (p: Record<string, unknown>, b: BoardDef) => string | null;
+  /** null when the actuator is free, else the BUSY reason. Only called with checked arguments. */
+  busy: (p: Record<string, unknown>) => string | null;
+  /** Start executing; call done exactly once, now or later. */
+  run: (slot: number, p: Record<string, unknown>, done: Done) => void;
+}
