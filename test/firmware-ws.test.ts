@@ -38,7 +38,7 @@ describe('firmware ws encode', () => {
     expect(b[0]).toBe(0x81);
     expect(b[1]).toBe(0x80 | 5);
     expect([...b.subarray(2, 6)]).toEqual([1, 2, 3, 4]);
-    expect(b.subarray(6).map((x, i) => x ^ [1, 2, 3, 4][i & 3]).toString('latin1')).toBe('hello');
+    expect(Buffer.from(b.subarray(6).map((x, i) => x ^ [1, 2, 3, 4][i & 3])).toString('latin1')).toBe('hello');
   });
 
   it('uses the 16-bit length form from 126 bytes up to 65535, and refuses more', () => {

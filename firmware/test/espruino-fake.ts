@@ -1,0 +1,212 @@
+// Test harness: runs the built firmware file (dist/proofrig.js) in a Node vm context with fake
+// Espruino globals — pins, a virtual clock driving every timer, Storage, and a `net` whose one
+// socket is played by the test as the host. Nothing here is bundled into the firmware.
+import { readFileSync } from 'node:fs';
+import { createHmac } from 'node:crypto';
+import vm from 'node:vm';
+import type { BoardDef, RigConfig } from '@proofrig/protocol';
+import { authMessage } from '@proofrig/protocol';
+import { OP_CLOSE, OP_PING, OP_TEXT, wsDecode, wsEncode, type WsFrame } from '../src/wscodec';
+import { utf8Dec, utf8Enc } from '../src/utf8';
+
+interface Timer { id: number; at: number; fn: () => void; every: number }
+
+export interface FakeSocket {
+  opts: { host: string; port: number };
+  /** Virtual time the device opened it. */
+  at: number;
+  handlers: Record<string, ((a?: unknown) => void)[]>;
+  /** Bytes the device wrote, not yet consumed. */
+  out: string;
+  ended: boolean;
+  upgraded: boolean;
+  /** Frames the device sent after the upgrade, decoded. */
+  frames: WsFrame[];
+}
+
+export interface Rig {
+  now(): number;
+  /** Move the virtual clock, running due timers in order. */
+  advance(ms: number): void;
+  pins: Record<number, number>;
+  modes: Record<number, string>;
+  writes: [number, number][];
+  logs: string[];
+  sockets: FakeSocket[];
+  /** Sockets not yet ended by either side. */
+  open(): FakeSocket[];
+  /** Complete the TCP connect of the newest socket and answer its upgrade with 101. */
+  accept(): FakeSocket;
+  /** Deliver bytes to the device as one data event. */
+  deliver(s: FakeSocket, bytes: string): void;
+  /** Send a text frame (object → JSON) to the device. */
+  send(s: FakeSocket, f: unknown): void;
+  /** Text messages (parsed JSON) the device sent on s since the last call. */
+  recv(s: FakeSocket): Record<string, any>[];
+  /** Close s from the host side (the device sees 'close'). */
+  drop(s: FakeSocket): void;
+  /** accept(), answer hello/chal/auth and send ok; returns the socket and the hello frame. */
+  connectUp(hb?: number): { s: FakeSocket; hello: Record<string, any> };
+  /** Aux contact wiring: contact follows its relay unless forced. */
+  auxForced: Record<number, number | undefined>;
+  readbackForced: Record<number, number | undefined>;
+  timers(): number;
+}
+
+export function loadFirmware(config: RigConfig | undefined, file: string): Rig {
+  let now = 0;
+  let nextId = 1;
+  let timers: Timer[] = [];
+  const pins: Record<number, number> = {};
+  const modes: Record<number, string> = {};
+  const writes: [number, number][] = [];
+  const logs: string[] = [];
+  const sockets: FakeSocket[] = [];
+  const auxForced: Record<number, number | undefined> = {};
+  const readbackForced: Record<number, number | undefined> = {};
+  const board: BoardDef | undefined = config && config.board;
+
+  function addTimer(fn: () => void, ms: number | undefined, every: boolean): number {
+    const t = { id: nextId++, at: now + Math.max(0, ms || 0), fn, every: every ? Math.max(1, ms || 0) : 0 };
+    timers.push(t);
+    return t.id;
+  }
+  function clear(id: number): void {
+    timers = timers.filter((t) => t.id !== id);
+  }
+  function advance(ms: number): void {
+    const end = now + ms;
+    for (;;) {
+      let due: Timer | undefined;
+      for (const t of timers) if (t.at <= end && (!due || t.at < due.at || (t.at === due.at && t.id < due.id))) due = t;
+      if (!due) break;
+      now = due.at;
+      if (due.every) due.at += due.every;
+      else clear(due.id);
+      due.fn();
+    }
+    now = end;
+  }
+  function read(pin: number): number {
+    if (board) {
+      for (const r of board.relays) {
+        if (r.feedback.kind === 'aux_contact' && r.feedback.pin === pin) {
+          if (auxForced[r.ch] !== undefined) return auxForced[r.ch] as number;
+          const energised = pins[r.pin] === (r.active_low ? 0 : 1);
+          return energised === r.feedback.active_low ? 0 : 1;
+        }
+        if (r.pin === pin && readbackForced[r.ch] !== undefined) return readbackForced[r.ch] as number;
+      }
+    }
+    return pins[pin] ?? 0;
+  }
+  function emit(s: FakeSocket, ev: string, a?: unknown): void {
+    for (const h of s.handlers[ev] || []) h(a);
+  }
+
+  const net = {
+    connect(opts: { host: string; port: number }, cb: () => void) {
+      const s: FakeSocket = { opts, at: now, handlers: {}, out: '', ended: false, upgraded: false, frames: [] };
+      (s as unknown as { cb: () => void }).cb = cb;
+      sockets.push(s);
+      return {
+        on(ev: string, fn: (a?: unknown) => void) {
+          (s.handlers[ev] = s.handlers[ev] || []).push(fn);
+        },
+        write(bytes: string) {
+          if (s.ended) throw new Error('write after end');
+          s.out += bytes;
+        },
+        end() {
+          s.ended = true;
+        },
+      };
+    },
+  };
+  const g: Record<string, unknown> = {
+    console: { log: (...a: unknown[]) => logs.push(a.join(' ')) },
+    getTime: () => now / 1000,
+    digitalWrite: (p: number, v: number | boolean) => {
+      pins[p] = v ? 1 : 0;
+      writes.push([p, pins[p]]);
+    },
+    digitalRead: read,
+    pinMode: (p: number, m: string) => {
+      modes[p] = m;
+    },
+    setTimeout: (fn: () => void, ms?: number) => addTimer(fn, ms, false),
+    setInterval: (fn: () => void, ms?: number) => addTimer(fn, ms, true),
+    clearTimeout: clear,
+    clearInterval: clear,
+    btoa: (s: string) => Buffer.from(s, 'latin1').toString('base64'),
+    E: { hwRand: () => (Math.random() * 4294967296) | 0 },
+    process: { memory: () => ({ free: 4321, usage: 100, total: 4421 }) },
+    require: (name: string) => {
+      if (name === 'Storage') return { readJSON: () => (config ? JSON.parse(JSON.stringify(config)) : undefined) };
+      if (name === 'net') return net;
+      throw new Error('no module ' + name);
+    },
+  };
+  vm.runInContext(readFileSync(file, 'utf8'), vm.createContext(g));
+
+  const rig: Rig = {
+    now: () => now,
+    advance,
+    pins,
+    modes,
+    writes,
+    logs,
+    sockets,
+    auxForced,
+    readbackForced,
+    timers: () => timers.length,
+    open: () => sockets.filter((s) => !s.ended),
+    accept() {
+      const s = sockets[sockets.length - 1];
+      (s as unknown as { cb: () => void }).cb();
+      const req = s.out;
+      if (!/^GET \/device HTTP\/1\.1\r\n/.test(req) || !/\r\nSec-WebSocket-Version: 13\r\n/.test(req)) throw new Error('bad upgrade request: ' + req);
+      s.out = '';
+      s.upgraded = true;
+      rig.deliver(s, 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n');
+      return s;
+    },
+    deliver(s, bytes) {
+      emit(s, 'data', bytes);
+    },
+    send(s, f) {
+      rig.deliver(s, wsEncode(OP_TEXT, utf8Enc(typeof f === 'string' ? f : JSON.stringify(f)), ''));
+    },
+    recv(s) {
+      const o: Record<string, any>[] = [];
+      for (;;) {
+        const f: WsFrame = { fin: true, op: 0, d: '' };
+        const n = wsDecode(s.out, f);
+        if (n <= 0) break;
+        if (s.out.charCodeAt(1) < 128) throw new Error('device sent an unmasked frame');
+        s.out = s.out.substr(n);
+        s.frames.push(f);
+        if (f.op === OP_TEXT) o.push(JSON.parse(utf8Dec(f.d)));
+        else if (f.op !== OP_CLOSE && f.op !== OP_PING && f.op !== 10) throw new Error('unexpected opcode ' + f.op);
+      }
+      return o;
+    },
+    drop(s) {
+      s.ended = true;
+      emit(s, 'close', false);
+    },
+    connectUp(hb = 1000) {
+      const s = rig.accept();
+      const [hello] = rig.recv(s);
+      if (!hello || hello.t !== 'hello') throw new Error('expected hello, got ' + JSON.stringify(hello));
+      const sn = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+      rig.send(s, { t: 'chal', v: 1, sn });
+      const [auth] = rig.recv(s);
+      const want = createHmac('sha256', config!.secret).update(authMessage(hello.dev, hello.boot, hello.cn, sn)).digest('hex');
+      if (!auth || auth.mac !== want) throw new Error('bad auth ' + JSON.stringify(auth));
+      rig.send(s, { t: 'ok', hb });
+      return { s, hello };
+    },
+  };
+  return rig;
+}
