@@ -77,6 +77,17 @@ describe('firmware boot', () => {
     expect(again.hello.cn).not.toBe(a.hello.cn);
   });
 
+  it('joins the configured Wi-Fi first, retrying with back-off, and only then opens the link', () => {
+    const rig = loadFirmware({ ...config, wifi: { ssid: 'lab', pass: 'pw' } }, file, { wifi: ['no AP', 'no AP', null] });
+    expect(rig.wifiCalls).toEqual([['lab', 'pw', 0]]);
+    rig.advance(60);
+    expect(rig.sockets).toEqual([]);
+    rig.advance(5000);
+    expect(rig.wifiCalls.map((c) => c[2])).toEqual([0, 1050, 3100]);
+    expect(rig.sockets.length).toBe(1);
+    expect(rig.sockets[0].at).toBe(3150);
+  });
+
   it('executes nothing before the host says ok', () => {
     const rig = loadFirmware(config, file);
     const s = rig.accept();
@@ -251,6 +262,16 @@ describe('firmware frames and queries', () => {
     expect(fs[1]).toEqual(res);
     rig.send(s, { t: 'q', q: 'q4', rid: 'never' });
     expect(recv(rig, s)).toEqual([expect.objectContaining({ rst: 'unknown' })]);
+  });
+
+  it('counts a ping as a sign of life for liveness', () => {
+    const { rig, s } = boot(1000);
+    rig.advance(2500);
+    rig.deliver(s, '\x89\x00');
+    rig.advance(2999);
+    expect(s.ended).toBe(false);
+    rig.advance(1);
+    expect(s.ended).toBe(true);
   });
 
   it('answers a ping with a pong carrying the same payload', () => {

@@ -3,7 +3,7 @@
 // back-off 250 ms doubling to 10 s with ±20 % jitter, reset by a successful `ok`.
 import type { RigConfig, ToDeviceFrame } from '@proofrig/protocol';
 import { authMessage, LIVENESS_MISSES, PROTOCOL_VERSION, parseToDevice } from '@proofrig/protocol';
-import { wsClose, wsInit, wsIsOpen, wsOpen, wsSend } from './ws';
+import { wsClose, wsInit, wsIsOpen, wsOpen, wsRxAt, wsSend } from './ws';
 import { hmacSha256Hex } from './sha256';
 import { r32, randHex } from './rand';
 import { nowMs, upMs } from './clock';
@@ -19,7 +19,6 @@ let C: RigConfig;
 let boot = '';
 let cn = '';
 let hb = 0;
-let lastRx = 0;
 let backoff = BACKOFF_MIN;
 let onFrame: (f: ToDeviceFrame) => void;
 let onUp: () => void;
@@ -86,7 +85,7 @@ function handshakeTimeout(): void {
 
 function livenessCheck(): void {
   lvT = undefined;
-  const idle = nowMs() - lastRx;
+  const idle = nowMs() - wsRxAt();
   const lim = hb * LIVENESS_MISSES;
   if (idle >= lim) down('nothing from the host for ' + Math.round(idle) + ' ms', false);
   else lvT = setTimeout(livenessCheck, lim - idle);
@@ -101,7 +100,6 @@ function beat(): void {
 
 function opened(): void {
   ph = 1;
-  lastRx = nowMs();
   cn = randHex(32);
   linkSend({ t: 'hello', v: PROTOCOL_VERSION, dev: C.dev, boot: boot, fw: __FW_VERSION__, board: C.board.id, cn: cn });
 }
@@ -119,7 +117,6 @@ function welcomed(period: number): void {
 }
 
 function text(s: string): void {
-  lastRx = nowMs();
   const r = parseToDevice(s);
   if (!r.ok) {
     const e: Record<string, unknown> = { t: 'err', code: r.code, msg: r.msg };

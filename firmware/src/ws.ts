@@ -8,6 +8,7 @@ import {
 } from './wscodec';
 import { randBytes } from './rand';
 import { utf8Dec, utf8Enc } from './utf8';
+import { nowMs } from './clock';
 
 /** Longest upgrade response header we wait for. */
 const HDR_MAX = 2048;
@@ -20,6 +21,8 @@ let rx = '';
 let frag = '';
 let inFrag = false;
 let url: WsUrl | null = null;
+/** When bytes last arrived from the server (any frame, control frames included). */
+let rxAt = 0;
 const F: WsFrame = { fin: true, op: 0, d: '' };
 
 let onOpen: () => void;
@@ -83,6 +86,11 @@ export function wsSend(text: string): boolean {
   return true;
 }
 
+/** Time (ms) bytes last arrived on the current connection. */
+export function wsRxAt(): number {
+  return rxAt;
+}
+
 export function wsIsOpen(): boolean {
   return st === 3;
 }
@@ -112,6 +120,7 @@ function frames(s: EspSocket): void {
 
 function rxd(s: EspSocket, d: string): void {
   if (sk !== s) return;
+  rxAt = nowMs();
   rx += d;
   if (st === 2) {
     const n = wsResponse(rx);

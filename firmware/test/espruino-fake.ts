@@ -51,9 +51,16 @@ export interface Rig {
   auxForced: Record<number, number | undefined>;
   readbackForced: Record<number, number | undefined>;
   timers(): number;
+  /** Wi-Fi connect calls: [ssid, password, virtual time]. */
+  wifiCalls: [string, string, number][];
 }
 
-export function loadFirmware(config: RigConfig | undefined, file: string): Rig {
+export interface FakeOptions {
+  /** Outcome of successive Wi-Fi connects: an error string, or null for success (the last repeats). */
+  wifi?: (string | null)[];
+}
+
+export function loadFirmware(config: RigConfig | undefined, file: string, opts: FakeOptions = {}): Rig {
   let now = 0;
   let nextId = 1;
   let timers: Timer[] = [];
@@ -65,6 +72,15 @@ export function loadFirmware(config: RigConfig | undefined, file: string): Rig {
   const auxForced: Record<number, number | undefined> = {};
   const readbackForced: Record<number, number | undefined> = {};
   const board: BoardDef | undefined = config && config.board;
+  const wifiCalls: [string, string, number][] = [];
+  const wifi = {
+    connect(ssid: string, o: { password: string }, cb: (err: unknown) => void) {
+      const outcomes = opts.wifi || [null];
+      const r = outcomes[Math.min(wifiCalls.length, outcomes.length - 1)];
+      wifiCalls.push([ssid, o.password, now]);
+      addTimer(() => cb(r), 50, false);
+    },
+  };
 
   function addTimer(fn: () => void, ms: number | undefined, every: boolean): number {
     const t = { id: nextId++, at: now + Math.max(0, ms || 0), fn, every: every ? Math.max(1, ms || 0) : 0 };
@@ -144,6 +160,7 @@ export function loadFirmware(config: RigConfig | undefined, file: string): Rig {
     require: (name: string) => {
       if (name === 'Storage') return { readJSON: () => (config ? JSON.parse(JSON.stringify(config)) : undefined) };
       if (name === 'net') return net;
+      if (name === 'Wifi') return wifi;
       throw new Error('no module ' + name);
     },
   };
@@ -160,6 +177,7 @@ export function loadFirmware(config: RigConfig | undefined, file: string): Rig {
     auxForced,
     readbackForced,
     timers: () => timers.length,
+    wifiCalls,
     open: () => sockets.filter((s) => !s.ended),
     accept() {
       const s = sockets[sockets.length - 1];
