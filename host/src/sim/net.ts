@@ -1,0 +1,291 @@
+// Espruino's require('net') over real Node sockets: latin1 byte strings, negative error codes, events
+// delivered asynchronously in Espruino's order (error → end → close), and the link's injected outages.
+//
+// Reproduced from Espruino's libs/network (socketserver.c, jswrap_net.c, network_esp32.c):
+// - 'data' carries at most 536 bytes (the ESP32 network's chunkSize); data with no 'data' listener
+//   waits in a buffer for socket.read()/available().
+// - connect(options, cb): cb is a 'connect' listener, called with the socket; a 'drain' follows when
+//   nothing is waiting to be sent.
+// - write() converts non-strings with String() and always returns false (Espruino: "for node.js
+//   compatibility, returns the boolean false"); 'drain' fires once everything written has been sent.
+// - end([data]) sends what is queued, closes, then 'end' and 'close'(false).
+// - An error fires 'error' {code, message} (never for -1), then 'end', then 'close'(true).
+import * as nodeNet from 'node:net';
+import type { Socket as NodeSocket } from 'node:net';
+import type { LinkSocket, SimLink } from './link.js';
+import type { Realm } from './realm.js';
+
+/** Bytes per 'data' event, as the ESP32 build of Espruino reads them. */
+export const NET_CHUNK_SIZE = 536;
+/** Simulated time for a connection attempt to be refused while the link is down. */
+export const REFUSE_MS = 5;
+
+/** Espruino's socket error codes (libs/network/socketerrors.h) and their messages. */
+export const SOCKET_ERRORS: Readonly<Record<number, string>> = {
+  [-1]: 'connection closed',
+  [-2]: 'out of memory',
+  [-3]: 'timeout',
+  [-4]: 'no route',
+  [-5]: 'busy',
+  [-6]: 'not found',
+  [-7]: 'max sockets',
+  [-8]: 'unsent data',
+  [-9]: 'connection reset',
+  [-10]: 'unknown error',
+  [-11]: 'no connection',
+};
+
+/** Map a Node socket error to Espruino's negative code. */
+export function espruinoErrorCode(err: unknown): number {
+  const code = (err as { code?: unknown } | null)?.code;
+  switch (code) {
+    case 'ECONNREFUSED':
+    case 'ECONNRESET':
+    case 'ECONNABORTED':
+    case 'EPIPE':
+      return -9;
+    case 'ETIMEDOUT':
+      return -3;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+    case 'EAI_FAIL':
+      return -6;
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'ENETDOWN':
+    case 'EHOSTDOWN':
+      return -4;
+    default:
+      return -10;
+  }
+}
+
+export type ConnectFn = (opts: { host: string; port: number }) => NodeSocket;
+
+export interface NetDeps {
+  realm: Realm;
+  link: SimLink;
+  connect: ConnectFn;
+}
+
+/** Parse Espruino's connect target: {host, port}, "host:port" or a URL. */
+export function parseTarget(options: unknown): { host: string; port: number } | undefined {
+  if (typeof options === 'string') {
+    let s = options;
+    let defPort = 80;
+    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(s);
+    if (scheme) {
+      if (/^(https|wss)$/i.test(scheme[1])) defPort = 443;
+      s = s.slice(scheme[0].length);
+    }
+    const hostPort = s.split(/[/?#]/)[0];
+    const at = hostPort.lastIndexOf('@');
+    const hp = at >= 0 ? hostPort.slice(at + 1) : hostPort;
+    const colon = hp.lastIndexOf(':');
+    const host = colon >= 0 ? hp.slice(0, colon) : hp;
+    const port = colon >= 0 ? Number(hp.slice(colon + 1)) : defPort;
+    if (!host || !(port > 0 && port < 65536)) return undefined;
+    return { host, port };
+  }
+  if (typeof options === 'object' && options !== null) {
+    const o = options as { host?: unknown; port?: unknown };
+    const host = o.host === undefined || o.host === null ? 'localhost' : String(o.host);
+    const port = o.port === undefined || o.port === null ? 80 : Number(o.port);
+    if (!(port > 0 && port < 65536)) return undefined;
+    return { host, port };
+  }
+  return undefined;
+}
+
+/** The firmware's require('net'). */
+export function createNetModule(deps: NetDeps): Record<string, unknown> {
+  const { realm } = deps;
+  return realm.obj({
+    connect: realm.fn((options: unknown, callback?: unknown) => {
+      if (callback !== undefined && typeof callback !== 'function')
+        throw realm.err(`Expecting Callback Function but got ${typeof callback}`);
+      const target = parseTarget(options);
+      if (!target) throw realm.err(`Expecting Options to be an Object but it was ${typeof options}`);
+      return new SimSocket(deps, target, callback as Function | undefined).obj;
+    }),
+  });
+}
+
+type State = 'connecting' | 'open' | 'ending' | 'closed';
+
+class SimSocket implements LinkSocket {
+  readonly obj: Record<string, unknown>;
+  private state: State = 'connecting';
+  private node: NodeSocket | undefined;
+  private rx = '';
+  private pending = 0;
+  private errorCode: number | undefined;
+  private unregister: () => void = () => {};
+
+  constructor(
+    private readonly deps: NetDeps,
+    target: { host: string; port: number },
+    callback: Function | undefined,
+  ) {
+    const { realm, link } = deps;
+    const boot = realm.boot;
+    this.obj = realm.obj({
+      write: realm.fn((data?: unknown) => this.write(data)),
+      end: realm.fn((data?: unknown) => this.end(data)),
+      available: realm.fn(() => (realm.helpers.count(this.obj, 'data') > 0 ? 0 : this.rx.length)),
+      read: realm.fn((chars?: unknown) => this.read(chars)),
+    });
+    if (callback) realm.helpers.on(this.obj, 'connect', callback);
+    boot.onKill(() => this.kill());
+    if (link.down) {
+      // The link swallows the SYN: the attempt fails like a refused connection.
+      boot.defer(() => this.finish(-9), REFUSE_MS);
+      return;
+    }
+    let node: NodeSocket;
+    try {
+      node = deps.connect({ host: target.host, port: target.port });
+    } catch (e) {
+      const code = espruinoErrorCode(e);
+      boot.defer(() => this.finish(code));
+      return;
+    }
+    this.node = node;
+    this.unregister = link.register(this);
+    node.on('error', (err: Error) => {
+      if (!this.active || this.deps.link.swallowsToDevice) return;
+      this.errorCode = espruinoErrorCode(err);
+    });
+    node.on('connect', () => this.opened());
+    node.on('data', (buf: Buffer) => this.received(buf));
+    node.on('close', () => {
+      if (!this.active || this.deps.link.swallowsToDevice) return; // the host's FIN/RST is lost too
+      this.finish(this.errorCode);
+    });
+    if ((node as { connecting?: boolean }).connecting !== true && !node.destroyed) boot.defer(() => this.opened());
+  }
+
+  /** The firmware may still see events from this socket. */
+  private get active(): boolean {
+    return this.state !== 'closed' && this.deps.realm.boot.live;
+  }
+
+  private opened(): void {
+    if (!this.active || this.state !== 'connecting') return;
+    this.state = 'open';
+    const { realm } = this.deps;
+    realm.emit(this.obj, 'connect', this.obj);
+    if (this.pending === 0 && this.state === 'open') realm.emit(this.obj, 'drain');
+    this.flush();
+  }
+
+  private received(buf: Buffer): void {
+    if (!this.active || this.state === 'ending' || this.deps.link.swallowsToDevice) return;
+    this.rx += buf.toString('latin1');
+    this.flush();
+  }
+
+  private flush(): void {
+    const { realm } = this.deps;
+    while (this.rx.length > 0 && this.active && realm.helpers.count(this.obj, 'data') > 0) {
+      const chunk = this.rx.slice(0, NET_CHUNK_SIZE);
+      this.rx = this.rx.slice(NET_CHUNK_SIZE);
+      realm.emit(this.obj, 'data', chunk);
+    }
+  }
+
+  private read(chars: unknown): string | undefined {
+    if (this.rx.length === 0) return undefined;
+    const n = Number(chars) > 0 ? Math.floor(Number(chars)) : this.rx.length;
+    const out = this.rx.slice(0, n);
+    this.rx = this.rx.slice(n);
+    return out;
+  }
+
+  private write(data: unknown): boolean {
+    if (this.state === 'closed' || this.state === 'ending' || data === undefined) return false;
+    const s = typeof data === 'string' ? data : String(data);
+    if (s.length === 0) return false;
+    const boot = this.deps.realm.boot;
+    this.pending++;
+    const sent = (): void => {
+      this.pending--;
+      if (this.pending === 0 && this.state === 'open' && this.active) this.deps.realm.emit(this.obj, 'drain');
+    };
+    const node = this.node;
+    if (this.deps.link.swallowsFromDevice || !node || node.destroyed) {
+      boot.defer(sent); // the bytes leave the chip and are lost on the way
+    } else {
+      node.write(Buffer.from(s, 'latin1'), () => {
+        if (this.active) sent();
+      });
+    }
+    return false;
+  }
+
+  private end(data: unknown): void {
+    if (data !== undefined) this.write(data);
+    if (this.state === 'closed' || this.state === 'ending') return;
+    const wasConnecting = this.state === 'connecting';
+    this.state = 'ending';
+    const node = this.node;
+    const boot = this.deps.realm.boot;
+    if (!node || this.deps.link.down) {
+      // During an outage the FIN cannot get through: the chip just drops the connection.
+      node?.destroy();
+      boot.defer(() => this.finish(undefined));
+      return;
+    }
+    if (wasConnecting && (node as { connecting?: boolean }).connecting === true) {
+      node.once('connect', () => node.end());
+    } else {
+      node.end();
+    }
+    node.once('finish', () => {
+      node.destroy();
+      if (this.deps.realm.boot.live) this.finish(undefined);
+    });
+  }
+
+  /** Close for good and tell the firmware (code: an Espruino error code, or undefined for a clean close). */
+  private finish(code: number | undefined): void {
+    if (this.state === 'closed') return;
+    const { realm } = this.deps;
+    this.flush();
+    this.state = 'closed';
+    this.unregister();
+    this.dropNode();
+    const hadError = code !== undefined && code !== -1;
+    if (hadError) realm.emit(this.obj, 'error', realm.obj({ code, message: SOCKET_ERRORS[code] ?? 'unknown error' }));
+    realm.emit(this.obj, 'end');
+    realm.emit(this.obj, 'close', hadError);
+  }
+
+  /** End of an outage this connection did not survive. */
+  linkReset(): void {
+    if (this.state === 'closed' || !this.deps.realm.boot.live) return;
+    this.finish(-9);
+  }
+
+  /** Power loss: the socket vanishes, the firmware hears nothing. */
+  private kill(): void {
+    this.state = 'closed';
+    this.unregister();
+    this.dropNode();
+  }
+
+  private dropNode(): void {
+    const node = this.node;
+    if (!node) return;
+    node.removeAllListeners('data');
+    node.removeAllListeners('connect');
+    node.removeAllListeners('close');
+    node.removeAllListeners('error');
+    node.on('error', () => {}); // whatever the peer does now must not crash the host
+    if (!node.destroyed) node.destroy();
+  }
+}
+
+/** The default way the simulated chip opens TCP connections. */
+export const defaultConnect: ConnectFn = (opts) => nodeNet.connect({ host: opts.host, port: opts.port });

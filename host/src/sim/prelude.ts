@@ -1,0 +1,263 @@
+// JavaScript evaluated inside every fresh firmware context before the firmware: Espruino's object events,
+// its timer-driven Promise, a clock-driven Date, Pin objects, and the removal of what Espruino lacks.
+//
+// Kept as source text (not a compiled function) so coverage instrumentation or transpilation of the
+// host code can never leak into the firmware's realm.
+
+/** What the prelude needs from the host. All functions are host-realm functions. */
+export interface PreludeHost {
+  /** Clock time in ms, as Date.now() inside the firmware. */
+  now(): number;
+  /** Seeded replacement for Math.random. */
+  random(): number;
+  /** Run fn later through the boot's callback gate (a 0 ms clock timer, like Espruino's promise jobs). */
+  defer(fn: () => void): void;
+  /** A rejected promise nobody handled. */
+  unhandled(reason: unknown): void;
+  /** GPIO numbers that get a global D<n> Pin object. */
+  pins: readonly number[];
+  /** The output register of a pin (for Pin.toggle). */
+  outputValue(pin: number): number;
+}
+
+/** What the prelude hands back to the host. All functions are context-realm functions. */
+export interface PreludeHelpers {
+  /** obj.emit(event, ...args) without trusting obj.emit. Listener exceptions propagate. */
+  emit(obj: object, event: string, args: unknown[]): void;
+  /** Number of listeners obj has for event. */
+  count(obj: object, event: string): number;
+  /** obj.on(event, fn) without trusting obj.on. */
+  on(obj: object, event: string, fn: Function): void;
+}
+
+/** Globals Espruino does not have (measured, see shared/espruino.md, plus the brief's list). */
+export const REMOVED_GLOBALS: readonly string[] = [
+  'Map',
+  'Set',
+  'WeakMap',
+  'WeakSet',
+  'Symbol',
+  'Proxy',
+  'Reflect',
+  'WeakRef',
+  'FinalizationRegistry',
+  'BigInt',
+  'BigInt64Array',
+  'BigUint64Array',
+  'queueMicrotask',
+  'structuredClone',
+  'TextEncoder',
+  'TextDecoder',
+  'Buffer',
+  'fetch',
+  'setImmediate',
+  'clearImmediate',
+  'Intl',
+  'WebAssembly',
+  'SharedArrayBuffer',
+  'Atomics',
+  'AggregateError',
+  'RangeError',
+];
+
+/** [owner expression, property] pairs removed from the context's intrinsics. */
+export const REMOVED_PROPERTIES: readonly (readonly [string, string])[] = [
+  ['Array', 'from'],
+  ['Array', 'of'],
+  ['Object', 'freeze'],
+  ['Object', 'is'],
+  ['Array.prototype', 'flat'],
+  ['Array.prototype', 'at'],
+  ['Array.prototype', 'findLast'],
+  ['Array.prototype', 'lastIndexOf'],
+  ['Array.prototype', 'reduceRight'],
+  ['Array.prototype', 'keys'],
+  ['String.prototype', 'trimStart'],
+  ['String.prototype', 'at'],
+  ['String.prototype', 'codePointAt'],
+  ['String.prototype', 'search'],
+];
+
+export const PRELUDE_SOURCE = `(function (host) {
+  'use strict';
+  var G = globalThis;
+  var OP = Object.prototype;
+  var defProp = Object.defineProperty;
+  var WM = WeakMap;
+  var slice = Array.prototype.slice;
+
+  function method(obj, name, fn) {
+    defProp(obj, name, { value: fn, writable: true, configurable: true, enumerable: false });
+  }
+
+  // ---- Espruino: every object is an event emitter (Object.prototype.on/emit/...) ----
+  var events = new WM();
+  function list(o, e, create) {
+    var m = events.get(o);
+    if (!m) {
+      if (!create) return undefined;
+      m = Object.create(null);
+      events.set(o, m);
+    }
+    var l = m[e];
+    if (!l && create) l = m[e] = [];
+    return l;
+  }
+  function emitImpl(o, e, args) {
+    var l = list(o, String(e), false);
+    if (!l || !l.length) return;
+    var fns = l.slice();
+    for (var i = 0; i < fns.length; i++) fns[i].apply(o, args);
+  }
+  function on(event, listener) {
+    if (typeof listener !== 'function') throw new Error('Expecting a function as the listener');
+    list(this, String(event), true).push(listener);
+  }
+  method(OP, 'on', on);
+  method(OP, 'addListener', on);
+  method(OP, 'prependListener', function prependListener(event, listener) {
+    if (typeof listener !== 'function') throw new Error('Expecting a function as the listener');
+    list(this, String(event), true).unshift(listener);
+  });
+  method(OP, 'emit', function emit(event) {
+    emitImpl(this, event, slice.call(arguments, 1));
+  });
+  method(OP, 'removeListener', function removeListener(event, listener) {
+    var l = list(this, String(event), false);
+    if (!l) return;
+    var i = l.indexOf(listener);
+    if (i >= 0) l.splice(i, 1);
+  });
+  method(OP, 'removeAllListeners', function removeAllListeners(event) {
+    var m = events.get(this);
+    if (!m) return;
+    if (event === undefined) events.delete(this);
+    else delete m[String(event)];
+  });
+
+  // ---- Promise as Espruino runs it: then/catch/all/resolve/reject, jobs on a 0 ms timer ----
+  var pstate = new WM();
+  function isThenable(v) {
+    return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';
+  }
+  function Promise(executor) {
+    if (!(this instanceof Promise)) throw new TypeError('Promise must be called with new');
+    if (typeof executor !== 'function') throw new TypeError('Promise resolver is not a function');
+    var p = this;
+    var done = false;
+    pstate.set(p, { s: 0, v: undefined, h: [], handled: false });
+    function res(v) { if (done) return; done = true; resolveWith(p, v); }
+    function rej(e) { if (done) return; done = true; settle(p, 2, e); }
+    try { executor(res, rej); } catch (e) { rej(e); }
+  }
+  function resolveWith(p, v) {
+    if (v === p) { settle(p, 2, new TypeError('Promise resolved with itself')); return; }
+    if (isThenable(v)) {
+      var once = false;
+      host.defer(function () {
+        try {
+          v.then(function (x) { if (!once) { once = true; resolveWith(p, x); } },
+                 function (e) { if (!once) { once = true; settle(p, 2, e); } });
+        } catch (e) { if (!once) { once = true; settle(p, 2, e); } }
+      });
+      return;
+    }
+    settle(p, 1, v);
+  }
+  function settle(p, s, v) {
+    var st = pstate.get(p);
+    if (st.s) return;
+    st.s = s;
+    st.v = v;
+    var hs = st.h;
+    st.h = [];
+    for (var i = 0; i < hs.length; i++) schedule(st, hs[i]);
+    if (s === 2 && !st.handled) host.defer(function () { if (!st.handled) host.unhandled(v); });
+  }
+  function schedule(st, h) {
+    host.defer(function () {
+      var cb = st.s === 1 ? h.f : h.r;
+      if (typeof cb !== 'function') { if (st.s === 1) h.res(st.v); else h.rej(st.v); return; }
+      var out;
+      try { out = cb(st.v); } catch (e) { h.rej(e); return; }
+      h.res(out);
+    });
+  }
+  method(Promise.prototype, 'then', function then(f, r) {
+    var st = pstate.get(this);
+    if (!st) throw new TypeError('then called on something that is not a Promise');
+    var h;
+    var p2 = new Promise(function (res, rej) { h = { f: f, r: r, res: res, rej: rej }; });
+    st.handled = true;
+    if (st.s) schedule(st, h); else st.h.push(h);
+    return p2;
+  });
+  method(Promise.prototype, 'catch', function (r) { return this.then(undefined, r); });
+  method(Promise, 'resolve', function resolve(v) {
+    if (v instanceof Promise) return v;
+    return new Promise(function (res) { res(v); });
+  });
+  method(Promise, 'reject', function reject(e) {
+    return new Promise(function (res, rej) { rej(e); });
+  });
+  method(Promise, 'all', function all(arr) {
+    return new Promise(function (res, rej) {
+      var n = arr.length, out = new Array(n), left = n;
+      if (n === 0) { res(out); return; }
+      for (var i = 0; i < n; i++) (function (i) {
+        Promise.resolve(arr[i]).then(function (v) { out[i] = v; if (--left === 0) res(out); }, rej);
+      })(i);
+    });
+  });
+  method(G, 'Promise', Promise);
+
+  // ---- Date and Math.random from the simulator (clock, seed) ----
+  var NativeDate = G.Date;
+  delete NativeDate.UTC;
+  var SimDate = class Date extends NativeDate {
+    constructor() {
+      if (arguments.length === 0) super(host.now());
+      else super(...arguments);
+    }
+    static now() { return host.now(); }
+  };
+  method(G, 'Date', SimDate);
+  method(Math, 'random', function random() { return host.random(); });
+
+  // ---- Pin objects: D0..D39 ----
+  var pinNo = new WM();
+  function Pin(n) {
+    if (!(this instanceof Pin)) return new Pin(n);
+    pinNo.set(this, Number(n));
+  }
+  method(Pin.prototype, 'valueOf', function () { return pinNo.get(this); });
+  method(Pin.prototype, 'toString', function () { return 'D' + pinNo.get(this); });
+  method(Pin.prototype, 'read', function () { return !!G.digitalRead(this); });
+  method(Pin.prototype, 'write', function (v) { G.digitalWrite(this, v); });
+  method(Pin.prototype, 'set', function () { G.digitalWrite(this, 1); });
+  method(Pin.prototype, 'reset', function () { G.digitalWrite(this, 0); });
+  method(Pin.prototype, 'toggle', function () {
+    var v = !host.outputValue(pinNo.get(this));
+    G.digitalWrite(this, v);
+    return v;
+  });
+  method(Pin.prototype, 'mode', function (m) { G.pinMode(this, m); });
+  method(Pin.prototype, 'getMode', function () { return G.getPinMode(this); });
+  method(G, 'Pin', Pin);
+  for (var i = 0; i < host.pins.length; i++) G['D' + host.pins[i]] = new Pin(host.pins[i]);
+
+  G.global = G;
+
+  // ---- what Espruino does not have ----
+  var gone = ${JSON.stringify(REMOVED_GLOBALS)};
+  for (var g = 0; g < gone.length; g++) delete G[gone[g]];
+  var props = ${JSON.stringify(REMOVED_PROPERTIES)};
+  var owners = { 'Array': Array, 'Object': Object, 'Array.prototype': Array.prototype, 'String.prototype': String.prototype };
+  for (var k = 0; k < props.length; k++) delete owners[props[k][0]][props[k][1]];
+
+  return {
+    emit: function (o, e, args) { emitImpl(o, e, args); },
+    count: function (o, e) { var l = list(o, String(e), false); return l ? l.length : 0; },
+    on: function (o, e, fn) { list(o, String(e), true).push(fn); }
+  };
+})`;

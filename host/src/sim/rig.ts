@@ -1,0 +1,297 @@
+// SimRig: the simulated hardware. It boots the built firmware file in a fresh Espruino-like context
+// and wires it to simulated pins, relays, flash Storage, Wi-Fi and real TCP sockets, with injectable
+// faults, power loss and link outages. All time comes from the injected Clock.
+import { EventEmitter } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import type { BoardDef } from '../../../shared-protocol/src/board.js';
+import type { RigConfig } from '../../../shared-protocol/src/config.js';
+import { CONFIG_FILE } from '../../../shared-protocol/src/constants.js';
+import { realClock, type Clock, type TimerHandle } from '../core/clock.js';
+import { Boot } from './boot.js';
+import { createFirmwareContext } from './context.js';
+import { isRelayFault, RELAY_FAULTS, relayChannelOf, type RelayFault } from './faults.js';
+import { Gpio, isValidPin, type Level } from './gpio.js';
+import { DEFAULT_DROP_MS, SimLink, type DropDirection } from './link.js';
+import { defaultConnect, type ConnectFn } from './net.js';
+import { randomSeed, rngStreams, type Rng } from './prng.js';
+import { RelayModel, type RelayState } from './relay-model.js';
+import { SimStorage } from './storage.js';
+
+export interface SimRigOptions {
+  /** File evaluated on every boot (read from disk at each boot). */
+  firmwarePath: string;
+  /** If given, written to the simulated Storage as CONFIG_FILE (JSON) before the first boot. */
+  config?: RigConfig;
+  /** Default realClock. */
+  clock?: Clock;
+  /** Seeds actuation jitter, Math.random and E.hwRand (default: random). Same seed → same run on a VirtualClock. */
+  seed?: number;
+  /** Firmware console output, one line per call (default: discard). */
+  console?: (line: string) => void;
+  /** Default net.connect; lets tests inject. */
+  connect?: (opts: { host: string; port: number }) => import('node:net').Socket;
+}
+
+/** Power-off time of powerLoss() when none is given. */
+export const DEFAULT_OFF_MS = 300;
+/** Time from E.reboot() / a watchdog reset to the firmware running again. */
+export const REBOOT_MS = 100;
+
+export class SimRig extends EventEmitter {
+  readonly storage: SimStorage;
+  /** The seed this rig runs with (log it: a failing run replays with the same seed on a VirtualClock). */
+  readonly seed: number;
+  bootCount = 0;
+
+  private readonly opts: SimRigOptions;
+  private readonly clock: Clock;
+  private readonly gpio = new Gpio();
+  private readonly link: SimLink;
+  private readonly connectFn: ConnectFn;
+  private readonly physicsRng: Rng;
+  private readonly firmwareRng: Rng;
+  private relays = new Map<number, RelayModel>();
+  private faults = new Map<number, RelayFault>();
+  private boardDef: BoardDef | undefined;
+  private boardJson = '';
+  private current: Boot | undefined;
+  private pendingBoot: TimerHandle | undefined;
+  private dead = false;
+
+  constructor(opts: SimRigOptions) {
+    super();
+    if (!opts || typeof opts.firmwarePath !== 'string') throw new Error('SimRig: options.firmwarePath is required');
+    this.opts = opts;
+    this.clock = opts.clock ?? realClock;
+    this.seed = opts.seed === undefined ? randomSeed() : opts.seed >>> 0;
+    const streams = rngStreams(this.seed);
+    this.physicsRng = streams.physics;
+    this.firmwareRng = streams.firmware;
+    this.connectFn = opts.connect ?? defaultConnect;
+    this.storage = new SimStorage();
+    this.link = new SimLink(this.clock, (state) => this.safeEmit('link', state));
+    if (opts.config) this.storage.write(CONFIG_FILE, JSON.stringify(opts.config));
+    this.loadBoard();
+  }
+
+  /** The board of the stored config (read again at every boot). */
+  get board(): BoardDef | undefined {
+    return this.boardDef;
+  }
+
+  /** True while a boot of the firmware is running. */
+  get running(): boolean {
+    return this.current !== undefined && this.current.live;
+  }
+
+  // ---- power -------------------------------------------------------------------------------------
+
+  /** Power on: a fresh vm context evaluates the firmware file. Emits 'boot' (bootCount). */
+  boot(): void {
+    if (this.dead) throw new Error('SimRig: shut down; create a new rig');
+    let source: string;
+    try {
+      source = readFileSync(this.opts.firmwarePath, 'utf8');
+    } catch (e) {
+      throw new Error(`SimRig: cannot read the firmware file ${this.opts.firmwarePath}: ${(e as Error).message}`);
+    }
+    this.cancelPendingBoot();
+    this.teardown();
+    this.loadBoard();
+    this.gpio.setPowered(true);
+    this.updateRelays();
+    const gen = ++this.bootCount;
+    const scriptName = basename(this.opts.firmwarePath);
+    const boot = new Boot({
+      gen,
+      clock: this.clock,
+      isCurrent: (g) => !this.dead && this.current !== undefined && this.current.gen === g,
+      print: (text) => this.printLines(text),
+      scriptName,
+    });
+    this.current = boot;
+    const fw = createFirmwareContext({
+      boot,
+      gpio: this.gpio,
+      storage: this.storage,
+      link: this.link,
+      connect: this.connectFn,
+      rng: this.firmwareRng,
+      sourceLength: source.length,
+      reboot: (why) => this.hardReset(boot, why),
+      onWrite: (pin, level) => this.safeEmit('write', pin, level),
+      onPulse: (pin, value, times) => this.safeEmit('pulse', pin, value, times),
+      onPwm: (pin, duty, freq) => this.safeEmit('pwm', pin, duty, freq),
+    });
+    this.safeEmit('boot', gen);
+    boot.evalString(source, this.opts.firmwarePath);
+    fw.realm.emit(fw.E, 'init'); // Espruino fires E.on('init') once the boot code has run
+  }
+
+  /** Power cut now; everything of the running boot stops dead; boots again after offMs. Emits 'powerloss'. */
+  powerLoss(offMs: number = DEFAULT_OFF_MS): void {
+    if (this.dead) return;
+    this.cancelPendingBoot();
+    this.teardown();
+    this.gpio.setPowered(false);
+    this.updateRelays();
+    this.safeEmit('powerloss');
+    this.pendingBoot = this.clock.setTimeout(() => {
+      this.pendingBoot = undefined;
+      this.bootLater();
+    }, Math.max(0, Number(offMs) || 0));
+  }
+
+  /** Stop for good: the same teardown as a power cut, no reboot. Idempotent. */
+  shutdown(): void {
+    if (this.dead) return;
+    this.cancelPendingBoot();
+    this.teardown();
+    this.dead = true;
+    this.gpio.setPowered(false);
+    this.updateRelays();
+    for (const r of this.relays.values()) r.dispose();
+    this.relays.clear();
+    this.link.dispose();
+  }
+
+  // ---- faults --------------------------------------------------------------------------------------
+
+  /** Inject (or clear, with null) a fault on 'relay1'..'relayN'. Throws for an unknown part or fault. */
+  setFault(part: string, fault: RelayFault | null): void {
+    const ch = relayChannelOf(part);
+    const channels = this.boardDef ? this.boardDef.relays.map((r) => r.ch) : [];
+    if (ch === undefined || channels.indexOf(ch) < 0) {
+      const known = channels.length ? channels.map((c) => `relay${c}`).join(', ') : 'none (no board in the stored config)';
+      throw new Error(`setFault: unknown part "${part}"; this rig's parts: ${known}`);
+    }
+    if (fault !== null && !isRelayFault(fault))
+      throw new Error(`setFault: unknown fault "${String(fault)}" for ${part}; known: ${RELAY_FAULTS.join(', ')} (or null to clear)`);
+    if (fault === null) this.faults.delete(ch);
+    else this.faults.set(ch, fault);
+    this.relays.get(ch)?.setFault(fault);
+  }
+
+  /** The network swallows bytes for `ms` (default 1500); new connections fail with -9 meanwhile. */
+  linkDrop(opts: { direction?: DropDirection; ms?: number } = {}): void {
+    if (this.dead) return;
+    this.link.drop(opts.direction ?? 'both', opts.ms ?? DEFAULT_DROP_MS);
+  }
+
+  // ---- observation ---------------------------------------------------------------------------------
+
+  /** The electrical level of a GPIO right now. */
+  pinLevel(gpio: number): 0 | 1 {
+    return this.gpio.level(this.checkPin(gpio));
+  }
+
+  /** digitalWrite calls to that pin since construction (all boots). */
+  writes(gpio: number): number {
+    return this.gpio.writes(this.checkPin(gpio));
+  }
+
+  relay(ch: number): RelayState {
+    const r = this.relays.get(ch);
+    if (!r) throw new Error(`relay(${ch}): no such channel on this rig`);
+    return r.state();
+  }
+
+  /** The pin model (modes, PWM, listeners) for tools that need more than pinLevel. */
+  get pins(): Gpio {
+    return this.gpio;
+  }
+
+  // ---- internals -----------------------------------------------------------------------------------
+
+  private checkPin(n: number): number {
+    if (!Number.isInteger(n) || !isValidPin(n)) throw new Error(`GPIO${String(n)} does not exist on an ESP32`);
+    return n;
+  }
+
+  private bootLater(): void {
+    if (this.dead) return;
+    try {
+      this.boot();
+    } catch (e) {
+      this.printLines(`sim: boot failed: ${(e as Error).message}`);
+    }
+  }
+
+  /** E.reboot() or a watchdog: the chip resets (pins float) and runs the firmware again shortly. */
+  private hardReset(boot: Boot, why: string): void {
+    if (!boot.live) return;
+    this.printLines(`sim: ${why}: rebooting`);
+    this.teardown();
+    this.gpio.setPowered(true);
+    this.updateRelays();
+    this.cancelPendingBoot();
+    this.pendingBoot = this.clock.setTimeout(() => {
+      this.pendingBoot = undefined;
+      this.bootLater();
+    }, REBOOT_MS);
+  }
+
+  private teardown(): void {
+    const b = this.current;
+    this.current = undefined;
+    b?.kill();
+  }
+
+  private cancelPendingBoot(): void {
+    if (this.pendingBoot !== undefined) this.clock.clearTimeout(this.pendingBoot);
+    this.pendingBoot = undefined;
+  }
+
+  /** Read the board of the stored config; rebuild the relay models when it changed. */
+  private loadBoard(): void {
+    let board: BoardDef | undefined;
+    try {
+      const cfg = this.storage.readJSON(CONFIG_FILE, true) as Partial<RigConfig> | undefined;
+      if (cfg && typeof cfg.board === 'object' && cfg.board !== null && Array.isArray(cfg.board.relays)) board = cfg.board;
+    } catch {
+      board = undefined;
+    }
+    const json = board ? JSON.stringify(board) : '';
+    if (json === this.boardJson) return;
+    for (const r of this.relays.values()) r.dispose();
+    this.relays.clear();
+    this.boardJson = json;
+    this.boardDef = board;
+    if (!board) return;
+    for (const def of board.relays) {
+      const model = new RelayModel(def, this.gpio, this.clock, this.physicsRng);
+      const f = this.faults.get(def.ch);
+      if (f) model.setFault(f);
+      this.relays.set(def.ch, model);
+    }
+  }
+
+  private updateRelays(): void {
+    for (const r of this.relays.values()) r.update();
+  }
+
+  private printLines(text: string): void {
+    for (const line of text.split('\n')) {
+      try {
+        this.opts.console?.(line);
+      } catch (e) {
+        queueMicrotask(() => {
+          throw e;
+        });
+      }
+      this.safeEmit('console', line);
+    }
+  }
+
+  /** Emit to Node-side listeners; a throwing listener must not surface inside the firmware. */
+  private safeEmit(event: string, ...args: unknown[]): void {
+    try {
+      this.emit(event, ...args);
+    } catch (e) {
+      queueMicrotask(() => {
+        throw e;
+      });
+    }
+  }
+}

@@ -1,0 +1,191 @@
+// The firmware's world: only Espruino's globals, Espruino's timer/console/E/process semantics.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { VirtualClock } from '../host/src/core/clock.js';
+import { SimRig } from '../host/src/sim/index.js';
+
+function firmware(src: string): string {
+  const p = join(mkdtempSync(join(tmpdir(), 'proofrig-sim-')), 'proofrig.js');
+  writeFileSync(p, src);
+  return p;
+}
+
+function run(src: string, seed = 7) {
+  const clock = new VirtualClock(5000);
+  const lines: string[] = [];
+  const rig = new SimRig({ firmwarePath: firmware(src), clock, seed, console: (l) => lines.push(l) });
+  rig.boot();
+  return { rig, clock, lines };
+}
+
+describe('the firmware context offers only what Espruino has', () => {
+  it('has no Map, Set, Symbol, Proxy, Reflect, BigInt, queueMicrotask, structuredClone, TextEncoder, Buffer, fetch, setImmediate, Intl', () => {
+    const names = [
+      'Map', 'Set', 'WeakMap', 'WeakSet', 'Symbol', 'Proxy', 'Reflect', 'WeakRef', 'BigInt', 'queueMicrotask',
+      'structuredClone', 'TextEncoder', 'TextDecoder', 'Buffer', 'fetch', 'setImmediate', 'Intl', 'WebAssembly',
+    ];
+    const { lines } = run(`print(JSON.stringify([${names.map((n) => `typeof ${n}`).join(',')}]));`);
+    expect(JSON.parse(lines[0])).toEqual(names.map(() => 'undefined'));
+  });
+
+  it('lacks Array.from/of, Object.freeze/is, Date.UTC and Promise.race/allSettled/any/finally', () => {
+    const exprs = [
+      'Array.from', 'Array.of', 'Object.freeze', 'Object.is', 'Date.UTC', 'Promise.race', 'Promise.allSettled',
+      'Promise.any', 'Promise.prototype.finally', '[].flat', '"x".codePointAt',
+    ];
+    const { lines } = run(`print(JSON.stringify([${exprs.map((e) => `typeof ${e}`).join(',')}]));`);
+    expect(JSON.parse(lines[0])).toEqual(exprs.map(() => 'undefined'));
+  });
+
+  it('misuse fails like on the chip: new Map() throws a ReferenceError the firmware can catch', () => {
+    const { lines } = run(`try { new Map(); } catch (e) { print(e.name); }`);
+    expect(lines).toEqual(['ReferenceError']);
+  });
+
+  it('keeps what Espruino has: Promise then/all, Object.assign/entries, typed arrays, JSON, global', () => {
+    const { lines } = run(
+      `print([typeof Promise.all, typeof Object.assign, typeof Object.entries, typeof Uint8Array, typeof DataView,
+              typeof JSON.parse, global === this, globalThis === global, typeof D23, typeof Pin].join(' '));`,
+    );
+    expect(lines).toEqual(['function function function function function function true true object function']);
+  });
+
+  it('require() knows Storage, net and Wifi; anything else throws Error("Module NAME not found")', () => {
+    const { lines } = run(`
+      print(typeof require('Storage').read, typeof require('net').connect, typeof require('Wifi').connect);
+      print(require('net') === require('net'));
+      try { require('fs'); } catch (e) { print(e instanceof Error, e.message); }
+      try { require('http'); } catch (e) { print(e.message); }`);
+    expect(lines).toEqual(['function function function', 'true', 'true Module fs not found', 'Module http not found']);
+  });
+
+  it('every object is an Espruino event emitter (on/emit/removeListener)', () => {
+    const { lines } = run(`
+      var o = {}; function f(a, b) { print('got', a, b, this === o); }
+      o.on('x', f); o.emit('x', 1, 2); o.removeListener('x', f); o.emit('x', 3, 4);
+      print(JSON.stringify(o), Object.keys(o).length);`);
+    expect(lines).toEqual(['got 1 2 true', '{} 0']);
+  });
+});
+
+describe('E, process and the byte helpers', () => {
+  it('E.CRC32 is the standard CRC-32 as an unsigned number', () => {
+    const { lines } = run(`print(E.CRC32('123456789'), E.CRC32([0x31,0x32,0x33]), E.CRC32(''), typeof E.CRC32('a'));`);
+    expect(lines).toEqual([`${0xcbf43926} ${0x884863d2} 0 number`]);
+  });
+
+  it('E.toString / E.toUint8Array read their arguments as bytes', () => {
+    const { lines } = run(`
+      print(JSON.stringify(E.toString([72, 105], 33, {data: 'ab', count: 2})));
+      var u = E.toUint8Array('A', [1, 258]); print(u.length, u[0], u[1], u[2], u instanceof Uint8Array);`);
+    expect(lines).toEqual(['"Hi!abab"', '3 65 1 2 true']);
+  });
+
+  it('btoa/atob work on byte strings', () => {
+    const { lines } = run(`print(btoa('\\xff\\x00hi'), JSON.stringify(atob('/wBoaQ==')) === JSON.stringify('\\xff\\x00hi'));`);
+    expect(lines).toEqual(['/wBoaQ== true']);
+  });
+
+  it('process reports version 2v25, BOARD ESP32 and a memory model', () => {
+    const { lines } = run(`var m = process.memory(); print(process.version, process.env.BOARD, m.total === m.free + m.usage, m.usage > 0);`);
+    expect(lines).toEqual(['2v25 ESP32 true true']);
+  });
+
+  it('E.hwRand and Math.random follow the seed', () => {
+    const src = `print(E.hwRand(), Math.random(), E.hwRand() === (E.hwRand() | 0));`;
+    const a = run(src, 99).lines;
+    const b = run(src, 99).lines;
+    const c = run(src, 100).lines;
+    expect(a).toEqual(b);
+    expect(a).not.toEqual(c);
+  });
+
+  it("E.on('init') fires once the boot code has run", () => {
+    const { lines } = run(`E.on('init', function () { print('init', typeof later); }); var later = 1; print('loaded');`);
+    expect(lines).toEqual(['loaded', 'init number']);
+  });
+});
+
+describe('console', () => {
+  it('prints strings raw and other values Espruino-style', () => {
+    const { lines } = run(`console.log('a', 1, true, null, undefined, {k: 'v', n: [1, 2]}, [], {}); print('p');`);
+    expect(lines).toEqual(['a 1 true null undefined { "k": "v", "n": [ 1, 2 ] } [ ] { }', 'p']);
+  });
+
+  it('an exception inside a callback is printed as "Uncaught ..." and the firmware keeps running', () => {
+    const { clock, lines } = run(`
+      setTimeout(function () { throw new Error('boom'); }, 10);
+      setTimeout(function () { print('still alive'); }, 20);`);
+    clock.advance(30);
+    expect(lines[0]).toBe('Uncaught Error: boom');
+    expect(lines).toContain('still alive');
+  });
+
+  it('an exception at load time is printed too, and what ran before it stays in effect', () => {
+    const { clock, lines } = run(`setTimeout(function () { print('timer'); }, 5); undefinedThing();`);
+    clock.advance(10);
+    expect(lines[0]).toMatch(/^Uncaught ReferenceError: undefinedThing is not defined/);
+    expect(lines).toContain('timer');
+  });
+
+  it("process.on('uncaughtException') receives the error instead of the console", () => {
+    const { clock, lines } = run(`
+      process.on('uncaughtException', function (e) { print('handled', e.message); });
+      setTimeout(function () { throw new Error('x'); }, 1);`);
+    clock.advance(5);
+    expect(lines).toEqual(['handled x']);
+  });
+});
+
+describe('timers run on the injected clock', () => {
+  it('setTimeout passes extra arguments and fires at the clock time; getTime() is clock seconds', () => {
+    const { clock, lines } = run(`var t0 = getTime(); setTimeout(function (a, b) { print(a, b, getTime() - t0); }, 250, 'x', 2);`);
+    clock.advance(249);
+    expect(lines).toEqual([]);
+    clock.advance(1);
+    expect(lines).toEqual(['x 2 0.25']);
+  });
+
+  it('setInterval repeats on schedule until clearInterval', () => {
+    const { clock, lines } = run(`var n = 0; var id = setInterval(function () { n++; print(getTime()); if (n === 3) clearInterval(id); }, 100);`);
+    clock.advance(1000);
+    expect(lines).toEqual(['5.1', '5.2', '5.3']);
+  });
+
+  it('ids are numbers; an unknown id is ignored; clearTimeout(undefined) throws; clearTimeout() clears all', () => {
+    const { clock, lines } = run(`
+      var a = setTimeout(function () { print('a'); }, 10);
+      var b = setInterval(function () { print('b'); }, 10);
+      print(typeof a, b > a);
+      clearTimeout(12345);
+      try { clearTimeout(undefined); } catch (e) { print(e.message); }
+      clearTimeout();`);
+    clock.advance(100);
+    expect(lines).toEqual(['number true', 'clearTimeout(undefined) not allowed. Use clearTimeout() instead.']);
+  });
+
+  it('setTimeout with a string evaluates it in the global scope', () => {
+    const { clock, lines } = run(`var v = 'global'; setTimeout("print(v)", 1);`);
+    clock.advance(1);
+    expect(lines).toEqual(['global']);
+  });
+
+  it('Promise callbacks run later from a 0 ms timer, never inside the current code', () => {
+    const { clock, lines } = run(`
+      Promise.resolve(1).then(function (v) { print('then', v); return v + 1; }).then(function (v) { print('then', v); });
+      new Promise(function (res, rej) { rej(new Error('no')); }).catch(function (e) { print('catch', e.message); });
+      Promise.all([1, Promise.resolve(2)]).then(function (a) { print('all', a.join()); });
+      print('sync');`);
+    expect(lines).toEqual(['sync']);
+    clock.advance(0);
+    expect(lines).toEqual(['sync', 'then 1', 'catch no', 'then 2', 'all 1,2']);
+  });
+
+  it('Date and Date.now follow the clock', () => {
+    const { clock, lines } = run(`setTimeout(function () { print(Date.now(), new Date().getTime(), new Date(0).getTime()); }, 500);`);
+    clock.advance(500);
+    expect(lines).toEqual(['5500 5500 0']);
+  });
+});
