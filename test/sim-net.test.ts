@@ -1,0 +1,302 @@
+// The firmware's network: require('net') over real TCP, Espruino's events and error codes, link outages, Wifi.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import * as net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { realClock, VirtualClock, type Clock } from '../host/src/core/clock.js';
+import { SimRig, WIFI_CONNECT_MS } from '../host/src/sim/index.js';
+
+function firmware(src: string): string {
+  const p = join(mkdtempSync(join(tmpdir(), 'proofrig-sim-')), 'proofrig.js');
+  writeFileSync(p, src);
+  return p;
+}
+
+async function waitFor(pred: () => boolean, what: string, ms = 3000): Promise<void> {
+  const t0 = Date.now();
+  while (!pred()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+interface Server {
+  port: number;
+  sockets: net.Socket[];
+  received: string[];
+  closed: number;
+  close(): Promise<void>;
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function server(onConn?: (s: net.Socket) => void): Promise<Server> {
+  const srv: Server = { port: 0, sockets: [], received: [], closed: 0, close: async () => {} };
+  const s = net.createServer((sock) => {
+    srv.sockets.push(sock);
+    sock.on('data', (b) => srv.received.push(b.toString('latin1')));
+    sock.on('close', () => srv.closed++);
+    sock.on('error', () => {});
+    onConn?.(sock);
+  });
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  srv.port = (s.address() as net.AddressInfo).port;
+  srv.close = () =>
+    new Promise<void>((r) => {
+      for (const k of srv.sockets) k.destroy();
+      s.close(() => r());
+    });
+  cleanups.push(() => srv.close());
+  return srv;
+}
+
+function start(src: string, clock: Clock = realClock, extra: Partial<ConstructorParameters<typeof SimRig>[0]> = {}) {
+  const lines: string[] = [];
+  const rig = new SimRig({ firmwarePath: firmware(src), clock, seed: 1, console: (l) => lines.push(l), ...extra });
+  cleanups.push(() => rig.shutdown());
+  rig.boot();
+  return { rig, lines };
+}
+
+describe('net sockets over real TCP', () => {
+  it('connects, exchanges latin1 byte strings both ways, drains, and ends with close(false)', async () => {
+    const srv = await server((s) => s.once('data', () => s.write(Buffer.from([0x68, 0x69, 0xff, 0x00]))));
+    const { lines } = start(`
+      var sock = require('net').connect({ host: '127.0.0.1', port: ${srv.port} }, function (s) {
+        print('connect', s === sock);
+        print('write returns', sock.write('ab\\xff'));
+      });
+      sock.on('drain', function () { print('drain'); });
+      sock.on('data', function (d) {
+        print('data', JSON.stringify(d), d.charCodeAt(2));
+        sock.end('bye');
+      });
+      sock.on('end', function () { print('end'); });
+      sock.on('close', function (hadError) { print('close', hadError); });
+      print('returned', typeof sock.write);`);
+    await waitFor(() => lines.some((l) => l.startsWith('close')), 'close');
+    expect(lines).toEqual([
+      'returned function',
+      'connect true',
+      'write returns false',
+      'drain',
+      'data "hi\u00ff\\u0000" 255',
+      'end',
+      'close false',
+    ]);
+    await waitFor(() => srv.received.join('') === 'ab\u00ffbye', 'bytes at the server');
+    await waitFor(() => srv.closed === 1, 'server side close');
+  });
+
+  it("delivers at most 536 bytes per 'data' event, as the ESP32 build reads them", async () => {
+    const big = 'x'.repeat(2000);
+    const srv = await server((s) => s.write(big));
+    const { lines } = start(`
+      var n = 0, sizes = [];
+      var sock = require('net').connect('127.0.0.1:${srv.port}');
+      sock.on('data', function (d) { sizes.push(d.length); n += d.length; if (n === 2000) print(JSON.stringify(sizes)); });`);
+    await waitFor(() => lines.length > 0, 'all data');
+    const sizes = JSON.parse(lines[0]) as number[];
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(2000);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(536);
+    void srv;
+  });
+
+  it('data with no listener waits for read()/available()', async () => {
+    const srv = await server((s) => s.write('queued'));
+    const { lines } = start(`
+      var sock = require('net').connect({ host: '127.0.0.1', port: ${srv.port} });
+      setTimeout(function poll() {
+        if (sock.available() === 0) return setTimeout(poll, 10);
+        print(sock.available(), sock.read(3), sock.read());
+      }, 10);`);
+    await waitFor(() => lines.length > 0, 'read');
+    expect(lines).toEqual(['6 que ued']);
+  });
+
+  it('never fires an event synchronously inside connect() or write()', async () => {
+    const srv = await server();
+    const { lines } = start(`
+      var inside = true;
+      var sock = require('net').connect({ host: '127.0.0.1', port: ${srv.port} }, function () { print('connect, inside=' + inside); });
+      sock.on('drain', function () { print('drain, inside=' + inside); });
+      sock.write('x');
+      inside = false;`);
+    await waitFor(() => lines.length === 2, 'events');
+    expect(lines).toEqual(['connect, inside=false', 'drain, inside=false']);
+  });
+
+  it('a refused connection reports error -9 "connection reset", then end and close(true)', async () => {
+    const srv = await server();
+    const port = srv.port;
+    await srv.close();
+    const { lines } = start(`
+      var sock = require('net').connect({ host: '127.0.0.1', port: ${port} }, function () { print('connected?!'); });
+      sock.on('error', function (e) { print('error', e.code, e.message, e instanceof Object); });
+      sock.on('end', function () { print('end'); });
+      sock.on('close', function (h) { print('close', h); });`);
+    await waitFor(() => lines.some((l) => l.startsWith('close')), 'close');
+    expect(lines).toEqual(['error -9 connection reset true', 'end', 'close true']);
+  });
+
+  it('maps other Node errors to Espruino codes (-6 DNS, -3 timeout, -4 no route)', async () => {
+    const cases: [string, number, string][] = [
+      ['ENOTFOUND', -6, 'not found'],
+      ['ETIMEDOUT', -3, 'timeout'],
+      ['EHOSTUNREACH', -4, 'no route'],
+    ];
+    for (const [code, espruino, message] of cases) {
+      const connect = () => {
+        const s = new net.Socket();
+        setTimeout(() => s.destroy(Object.assign(new Error(code), { code })), 1);
+        return s;
+      };
+      const { lines } = start(
+        `var s = require('net').connect({ host: 'nowhere.invalid', port: 1 });
+         s.on('error', function (e) { print(e.code, e.message); }); s.on('close', function (h) { print('close', h); });`,
+        realClock,
+        { connect },
+      );
+      await waitFor(() => lines.length === 2, code);
+      expect(lines).toEqual([`${espruino} ${message}`, 'close true']);
+    }
+  });
+
+  it('the peer closing the connection gives end and close(false) without an error', async () => {
+    const srv = await server((s) => setTimeout(() => s.end(), 20));
+    const { lines } = start(`
+      var sock = require('net').connect({ host: '127.0.0.1', port: ${srv.port} });
+      sock.on('error', function (e) { print('error', e.code); });
+      sock.on('end', function () { print('end'); });
+      sock.on('close', function (h) { print('close', h); });`);
+    await waitFor(() => lines.length === 2, 'close');
+    expect(lines).toEqual(['end', 'close false']);
+  });
+
+  it('power loss destroys sockets abruptly and calls nothing in the dead firmware', async () => {
+    const srv = await server();
+    const clock = new VirtualClock(0);
+    const { rig, lines } = start(
+      `var sock = require('net').connect({ host: '127.0.0.1', port: ${srv.port} }, function () { print('connect'); });
+       sock.on('close', function () { print('close'); }); sock.on('error', function () { print('error'); });`,
+      clock,
+    );
+    await waitFor(() => lines.length === 1 && srv.sockets.length === 1, 'connection');
+    rig.powerLoss(1_000_000);
+    await waitFor(() => srv.closed === 1, 'the server to see the connection die');
+    await new Promise((r) => setTimeout(r, 30));
+    expect(lines).toEqual(['connect']);
+  });
+});
+
+describe('link outages (linkDrop)', () => {
+  const CLIENT = (port: number) => `
+    function dial() {
+      var sock = require('net').connect({ host: '127.0.0.1', port: ${port} }, function () { print('connect'); sock.write('hello'); });
+      sock.on('data', function (d) { print('data ' + d); });
+      sock.on('error', function (e) { print('error ' + e.code); });
+      sock.on('close', function (h) { print('close ' + h); setTimeout(dial, 100); });
+      global.sock = sock;
+    }
+    dial();
+    global.send = function (s) { global.sock.write(s); };
+    setInterval(function () { if (global.outbox) { global.sock.write(global.outbox); global.outbox = ''; } }, 10);`;
+
+  it('swallows bytes both ways, then cuts the old connection and lets a reconnect through', async () => {
+    const srv = await server();
+    const clock = new VirtualClock(0);
+    const link: string[] = [];
+    const { rig, lines } = start(CLIENT(srv.port), clock);
+    rig.on('link', (s: string) => link.push(s));
+    await waitFor(() => srv.received.join('') === 'hello', 'first hello');
+    rig.linkDrop({ ms: 1500 });
+    srv.sockets[0].write('lost-in');
+    await new Promise((r) => setTimeout(r, 30));
+    clock.advance(20); // the firmware's interval runs; nothing to send yet
+    expect(lines).toEqual(['connect']);
+    expect(link).toEqual(['drop']);
+    clock.advance(1480);
+    expect(link).toEqual(['drop', 'restore']);
+    expect(lines).toEqual(['connect', 'error -9', 'close true']);
+    await waitFor(() => srv.closed === 1, 'old connection closed at the server');
+    clock.advance(100); // the firmware redials
+    await waitFor(() => srv.sockets.length === 2 && srv.received.join('') === 'hellohello', 'second hello');
+    expect(srv.received.join('')).not.toContain('lost');
+  });
+
+  it("'to_device' swallows only what travels towards the device", async () => {
+    const srv = await server();
+    const clock = new VirtualClock(0);
+    const { rig, lines } = start(
+      `var sock = require('net').connect({ host: '127.0.0.1', port: ${srv.port} });
+       sock.on('data', function (d) { print('data ' + d); });
+       setTimeout(function () { sock.write('up-during-drop'); }, 50);`,
+      clock,
+    );
+    await waitFor(() => srv.sockets.length === 1, 'connection');
+    rig.linkDrop({ direction: 'to_device', ms: 1000 });
+    srv.sockets[0].write('down-during-drop');
+    clock.advance(50);
+    await waitFor(() => srv.received.join('') === 'up-during-drop', 'the device bytes at the server');
+    await new Promise((r) => setTimeout(r, 30));
+    expect(lines).toEqual([]);
+  });
+
+  it('connection attempts during the outage fail with -9 and close; the peer never sees them', async () => {
+    const srv = await server();
+    const clock = new VirtualClock(0);
+    const { rig, lines } = start(
+      `setTimeout(function () {
+         var s = require('net').connect({ host: '127.0.0.1', port: ${srv.port} }, function () { print('connect'); });
+         s.on('error', function (e) { print('error ' + e.code + ' ' + e.message); });
+         s.on('close', function (h) { print('close ' + h); });
+       }, 100);`,
+      clock,
+    );
+    rig.linkDrop({ ms: 1500 });
+    clock.advance(200);
+    expect(lines).toEqual(['error -9 connection reset', 'close true']);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(srv.sockets).toHaveLength(0);
+  });
+
+  it('ending a socket during the outage destroys the Node socket', async () => {
+    const srv = await server();
+    const clock = new VirtualClock(0);
+    const { rig, lines } = start(
+      `var s = require('net').connect({ host: '127.0.0.1', port: ${srv.port} });
+       s.on('close', function (h) { print('close ' + h); });
+       setTimeout(function () { s.end(); }, 100);`,
+      clock,
+    );
+    await waitFor(() => srv.sockets.length === 1, 'connection');
+    rig.linkDrop({ ms: 1500 });
+    clock.advance(100);
+    expect(lines).toEqual(['close false']);
+    await waitFor(() => srv.closed === 1, 'server sees the socket go');
+  });
+});
+
+describe('Wifi (simulated: always connects)', () => {
+  it(`connect() calls back with null after ${WIFI_CONNECT_MS} ms, with 'associated' and 'connected' events and an IP`, () => {
+    const clock = new VirtualClock(0);
+    const { lines } = start(
+      `var w = require('Wifi');
+       w.on('associated', function (d) { print('associated', d.ssid); });
+       w.on('connected', function (d) { print('connected', d.ip); });
+       print(w.getStatus().station);
+       w.connect('lab', { password: 'pw' }, function (err) {
+         print('cb', err, getTime(), w.getStatus().station);
+         w.getIP(function (e, ip) { print('getIP', e, typeof ip.ip, ip.mac.length); });
+       });`,
+      clock,
+    );
+    clock.advance(WIFI_CONNECT_MS);
+    clock.advance(0);
+    expect(lines).toEqual(['off', 'associated lab', `cb null ${WIFI_CONNECT_MS / 1000} connected`, 'connected 192.168.4.20', 'getIP null string 17']);
+  });
+});
