@@ -48,7 +48,8 @@ export class Realm {
     try {
       return f();
     } catch (e) {
-      if (e instanceof Error && !(e instanceof (this.C.Error as unknown as typeof Function))) throw this.err(e.message);
+      // Host-realm errors (from SimStorage etc.) are re-made in the firmware's realm; its own pass through.
+      if (e instanceof Error) throw this.err(e.message);
       throw e;
     }
   }
