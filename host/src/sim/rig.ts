@@ -11,7 +11,7 @@ import { realClock, type Clock, type TimerHandle } from '../core/clock.js';
 import { Boot } from './boot.js';
 import { createFirmwareContext } from './context.js';
 import { isRelayFault, RELAY_FAULTS, relayChannelOf, type RelayFault } from './faults.js';
-import { Gpio, isValidPin, type Level } from './gpio.js';
+import { Gpio, isValidPin } from './gpio.js';
 import { DEFAULT_DROP_MS, SimLink, type DropDirection } from './link.js';
 import { defaultConnect, type ConnectFn } from './net.js';
 import { randomSeed, rngStreams, type Rng } from './prng.js';
