@@ -1,0 +1,107 @@
+// End-to-end harness: the real MCP client (SDK Client over Streamable HTTP) → MCP server →
+// host core → real WebSocket → simulated rig running the built firmware file.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { serve, type Running } from '../../host/src/serve.js';
+import type { CommandStatus } from '../../host/src/core/commands.js';
+
+export const RELAY_BOARD = new URL('../../boards/relay-rig-4ch.json', import.meta.url).pathname;
+export const RIG = 'relay-rig-4ch';
+
+export interface E2E {
+  running: Running;
+  client: Client;
+  db: string;
+  logs: Record<string, unknown>[];
+  call(tool: string, args?: Record<string, unknown>): Promise<CallToolResult>;
+  /** Call an action tool, then get_action_status until terminal. */
+  act(tool: string, args: Record<string, unknown>): Promise<{ first: CommandStatus; final: CommandStatus }>;
+  waitTerminal(commandId: string, ms?: number): Promise<CommandStatus>;
+  waitOnline(dev?: string, ms?: number): Promise<void>;
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await f())) {
+    if (Date.now() > end) throw new Error(`${what} not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export async function startE2E(o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[] } = {}): Promise<E2E> {
+  const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _e, cb) {
+      for (const l of chunk.toString().split('\n')) if (l) logs.push(JSON.parse(l));
+      cb();
+    },
+  });
+  const logger = pino({ level: 'debug' }, sink);
+  const start = async () => {
+    const running = await serve({
+      db,
+      port: 0,
+      sims: o.sims ?? [{ boardFile: RELAY_BOARD }],
+      faults: o.faults,
+      logger,
+      heartbeatMs: 150,
+      offlineGraceMs: 8000,
+      seed: 7,
+    });
+    const client = new Client({ name: 'e2e', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(running.url + '/mcp')));
+    return { running, client };
+  };
+  let { running, client } = await start();
+
+  const e: E2E = {
+    get running() {
+      return running;
+    },
+    get client() {
+      return client;
+    },
+    db,
+    logs,
+    call: (tool, args = {}) => client.callTool({ name: tool, arguments: args }) as Promise<CallToolResult>,
+    async waitTerminal(commandId, ms = 15000) {
+      const end = Date.now() + ms;
+      for (;;) {
+        const r = await e.call('get_action_status', { command_id: commandId, wait_ms: 2000 });
+        if (r.isError) throw new Error(JSON.stringify(r.content));
+        const s = r.structuredContent as unknown as CommandStatus;
+        if (s.terminal) return s;
+        if (Date.now() > end) throw new Error(`command ${commandId} not terminal within ${ms} ms: ${JSON.stringify(s)}`);
+      }
+    },
+    async act(tool, args) {
+      const r = await e.call(tool, args);
+      if (r.isError) throw new Error(JSON.stringify(r.content));
+      const first = r.structuredContent as unknown as CommandStatus;
+      return { first, final: await e.waitTerminal(first.command_id) };
+    },
+    async waitOnline(dev = RIG, ms = 8000) {
+      await until(() => running.core.devices.view(dev)?.online === true && running.core.devices.view(dev)?.state !== null, ms, `${dev} online`);
+    },
+    async restart() {
+      await client.close();
+      await running.close();
+      ({ running, client } = await start());
+    },
+    async close() {
+      await client.close().catch(() => {});
+      await running.close();
+    },
+  };
+  await e.waitOnline();
+  return e;
+}
