@@ -88,12 +88,14 @@ describe('proofrig flash', () => {
     expect(r.stdout).toContain('at 460800 baud');
   });
 
-  it('--erase erases the chip first', async () => {
+  it('--erase erases the chip first; --baud 115200 stays at the ROM rate', async () => {
     const chip = new RomDouble({ flash: new Uint8Array(4 * 1024 * 1024).fill(0x00) });
-    const r = await run(['--port', '/dev/ttyUSB0', '--firmware', await releaseDir(release), '--erase'], onDouble(chip));
+    const r = await run(['--port', '/dev/ttyUSB0', '--firmware', await releaseDir(release), '--erase', '--baud', '115200'], onDouble(chip));
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toContain('after erasing the whole flash');
+    expect(r.stdout).toContain('at 115200 baud');
     expect(chip.flash[0x3fffff]).toBe(0xff);
+    expect(chip.opsSeen).not.toContain('CHANGE_BAUDRATE');
   });
 
   it('draws one progress bar per file on a terminal', async () => {

@@ -301,6 +301,8 @@ async function classifyConnectError(e: unknown, path: string): Promise<FlashErro
 
 function classifyOpenError(msg: string, _path: string): FlashErrorCode | null {
   if (/No such file or directory|ENOENT|File not found|cannot find the file/i.test(msg)) return 'NO_SUCH_PORT';
+  // Windows says "Access denied" when another program holds the COM port.
+  if (process.platform === 'win32' && /Access denied/i.test(msg)) return 'PORT_BUSY';
   if (/Permission denied|EACCES|Access denied/i.test(msg)) return 'PERMISSION_DENIED';
   if (/Cannot lock port|Resource temporarily unavailable|EBUSY|busy|already open/i.test(msg)) return 'PORT_BUSY';
   if (/Inappropriate ioctl|ENOTTY|not a serial port/i.test(msg)) return 'NOT_A_SERIAL_PORT';
