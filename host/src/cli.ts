@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import pino from 'pino';
 import { call, parseToolArgs } from './call.js';
 import { parseSimSpec, serve } from './serve.js';
+import { registerFlashCommand } from './flash/command.js';
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
 
@@ -78,6 +79,8 @@ export function buildCli(): Command {
       const code = await call(tool, parseToolArgs(pairs), { url: o.url, json: o.json, follow: o.follow, out: process.stdout });
       process.exitCode = code;
     });
+
+  registerFlashCommand(program);
 
   return program;
 }
