@@ -11,7 +11,8 @@ import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost } from './mcp/http.js';
 import { createMcpServer } from './mcp/tools.js';
 import { FIRMWARE_FILE } from './paths.js';
-import { parseFault, SimRig } from './sim/index.js';
+import { isRelayFault, parseFault, RELAY_FAULTS, SimRig } from './sim/index.js';
+import { relayChannelOf } from './sim/faults.js';
 
 export interface SimSpec {
   boardFile: string;
@@ -73,7 +74,12 @@ export async function serve(o: ServeOptions): Promise<Running> {
   if (dup) throw new Error(`two simulated rigs would share the device id "${dup}"; give one another id with --sim FILE=ID`);
   const faults = (o.faults ?? []).map((f) => {
     const p = parseFault(f);
-    if (!ids.includes(p.device)) throw new Error(`--fault ${f}: no simulated rig has device id "${p.device}" (rigs: ${ids.join(', ') || 'none'})`);
+    const sim = sims.find((s) => s.id === p.device);
+    if (!sim) throw new Error(`--fault ${f}: no simulated rig has device id "${p.device}" (rigs: ${ids.join(', ') || 'none'})`);
+    const ch = relayChannelOf(p.part);
+    if (ch === undefined || !sim.board.relays.some((r) => r.ch === ch))
+      throw new Error(`--fault ${f}: ${p.device} has no part "${p.part}"; parts: ${sim.board.relays.map((r) => 'relay' + r.ch).join(', ')}`);
+    if (!isRelayFault(p.fault)) throw new Error(`--fault ${f}: unknown relay fault "${p.fault}"; known: ${RELAY_FAULTS.join(', ')}`);
     return p;
   });
   const firmware = o.firmwareFile ?? FIRMWARE_FILE;
@@ -85,35 +91,37 @@ export async function serve(o: ServeOptions): Promise<Running> {
   const url = `http://${o.listenHost ?? '127.0.0.1'}:${http.port}`;
 
   const rigs = new Map<string, SimRig>();
-  for (const s of sims) {
-    const secret = newSecret();
-    core.provision(s.id, secret, s.board);
-    const rig = new SimRig({
-      firmwarePath: firmware,
-      config: { dev: s.id, secret, host: `ws://127.0.0.1:${http.port}${DEVICE_PATH}`, board: s.board },
-      clock: o.clock,
-      seed: o.seed,
-      console: (line) => o.logger.debug({ evt: 'sim_console', device_id: s.id, line }, 'firmware console'),
-    });
-    rigs.set(s.id, rig);
-  }
-  for (const f of faults) rigs.get(f.device)!.setFault(f.part, f.fault as never);
-  for (const rig of rigs.values()) rig.boot();
+  try {
+    for (const s of sims) {
+      const secret = newSecret();
+      core.provision(s.id, secret, s.board);
+      const rig = new SimRig({
+        firmwarePath: firmware,
+        config: { dev: s.id, secret, host: `ws://127.0.0.1:${http.port}${DEVICE_PATH}`, board: s.board },
+        clock: o.clock,
+        seed: o.seed,
+        console: (line) => o.logger.debug({ evt: 'sim_console', device_id: s.id, line }, 'firmware console'),
+      });
+      rigs.set(s.id, rig);
+    }
+    for (const f of faults) rigs.get(f.device)!.setFault(f.part, f.fault as never);
+    for (const rig of rigs.values()) rig.boot();
 
-  if (o.stdio) {
-    const server = createMcpServer(core);
-    await server.connect(new StdioServerTransport());
+    if (o.stdio) {
+      const server = createMcpServer(core);
+      await server.connect(new StdioServerTransport());
+    }
+  } catch (e) {
+    for (const r of rigs.values()) r.shutdown();
+    await http.close();
+    core.close();
+    throw e;
   }
 
-  return {
-    core,
-    http,
-    rigs,
-    url,
-    async close() {
-      for (const r of rigs.values()) r.shutdown();
-      await http.close();
-      core.close();
-    },
+  const close = async () => {
+    for (const r of rigs.values()) r.shutdown();
+    await http.close();
+    core.close();
   };
+  return { core, http, rigs, url, close };
 }
