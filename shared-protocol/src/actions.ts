@@ -1,17 +1,36 @@
 // Actions a device executes: their argument checks run on the host before sending and
 // again on the device before touching a pin, from this one definition.
 import type { BoardDef } from './board.js';
-import { findRelay } from './board.js';
+import { findAxis, findRelay } from './board.js';
 
+// idempotent: a retry with the same request_id is safe (the device's dedupe ring answers it).
+// always: executes even while the target is busy and even for a request_id already seen.
 export const ACTIONS = {
-  /** Absolute: setting the same level twice is harmless, so a retry with the same request_id is safe. */
-  'relay.set': { idempotent: true },
+  /** Absolute: setting the same level twice is harmless. */
+  'relay.set': { idempotent: true, always: false },
+  /** Absolute target in mm: a retry cannot add distance. Relative moves are not offered. */
+  'stepper.move': { idempotent: true, always: false },
+  'stepper.home': { idempotent: true, always: false },
+  /** Stop all motion at once; wins over a running move and is never deduplicated away. */
+  stop: { idempotent: true, always: true },
 } as const;
 export type ActionName = keyof typeof ACTIONS;
 
 export interface RelaySetArgs {
   ch: number;
   on: boolean;
+}
+
+export interface StepperMoveArgs {
+  axis: string;
+  /** Absolute target, mm from home. */
+  mm: number;
+  /** Cruise speed, mm/s; the board's max_speed_mm_s when absent. */
+  speed?: number;
+}
+
+export interface StepperHomeArgs {
+  axis: string;
 }
 
 export function isActionName(a: unknown): a is ActionName {
@@ -26,5 +45,33 @@ export function checkRelaySetArgs(p: Record<string, unknown>, board: BoardDef): 
     return 'ch must be an integer channel number (' + chs.join(', ') + ')';
   if (!findRelay(board, p.ch)) return 'ch ' + p.ch + ' does not exist on ' + board.id + '; valid channels: ' + chs.join(', ');
   if (typeof p.on !== 'boolean') return 'on must be true or false';
+  return null;
+}
+
+function axesOf(board: BoardDef): string {
+  const s = board.steppers || [];
+  const out: string[] = [];
+  for (let i = 0; i < s.length; i++) out.push(s[i].axis);
+  return out.length ? out.join(', ') : 'none';
+}
+
+/** null when valid: an absolute target inside travel, a speed inside the board's limit. */
+export function checkStepperMoveArgs(p: Record<string, unknown>, board: BoardDef): string | null {
+  if (typeof p.axis !== 'string') return 'axis must be a string (axes: ' + axesOf(board) + ')';
+  const ax = findAxis(board, p.axis);
+  if (!ax) return 'axis ' + p.axis + ' does not exist on ' + board.id + '; axes: ' + axesOf(board);
+  if (typeof p.mm !== 'number' || !isFinite(p.mm)) return 'mm must be a number (absolute target in mm)';
+  if (p.mm < ax.travel.min_mm || p.mm > ax.travel.max_mm)
+    return 'target ' + p.mm + ' mm is outside the travel of axis ' + ax.axis + ': ' + ax.travel.min_mm + '..' + ax.travel.max_mm + ' mm';
+  if (p.speed !== undefined) {
+    if (typeof p.speed !== 'number' || !isFinite(p.speed) || p.speed <= 0 || p.speed > ax.max_speed_mm_s)
+      return 'speed must be a number in (0, ' + ax.max_speed_mm_s + '] mm/s for axis ' + ax.axis;
+  }
+  return null;
+}
+
+export function checkStepperHomeArgs(p: Record<string, unknown>, board: BoardDef): string | null {
+  if (typeof p.axis !== 'string') return 'axis must be a string (axes: ' + axesOf(board) + ')';
+  if (!findAxis(board, p.axis)) return 'axis ' + p.axis + ' does not exist on ' + board.id + '; axes: ' + axesOf(board);
   return null;
 }

@@ -67,6 +67,72 @@ export function checkBoard(raw: unknown): BoardCheck {
       }
     });
   }
+  if (b.steppers !== undefined) {
+    if (!Array.isArray(b.steppers)) errors.push('steppers: must be an array');
+    else {
+      const axes: string[] = [];
+      b.steppers.forEach((st: unknown, i: number) => checkStepper(st, `steppers[${i}]`, axes, errors, claim));
+    }
+  }
   if (errors.length > 0) return { ok: false, errors };
   return { ok: true, board: b as unknown as BoardDef };
+}
+
+function isPos(x: unknown): x is number {
+  return typeof x === 'number' && isFinite(x) && x > 0;
+}
+
+function checkInput(sw: unknown, at: string, errors: string[], claim: (pin: number, what: string) => void): void {
+  if (!isObj(sw)) return void errors.push(`${at}: must be an object with pin, active_low, pull`);
+  if (!isInt(sw.pin) || ESP32_GPIO.indexOf(sw.pin) < 0) errors.push(`${at}.pin: GPIO${String(sw.pin)} is not a usable ESP32 GPIO`);
+  else claim(sw.pin, `${at}.pin`);
+  if (sw.active_low !== undefined && typeof sw.active_low !== 'boolean') errors.push(`${at}.active_low: must be true or false`);
+  if (sw.pull !== 'up' && sw.pull !== 'down' && sw.pull !== 'external') errors.push(`${at}.pull: must be "up", "down" or "external"`);
+  else if (sw.pull !== 'external' && isInt(sw.pin) && ESP32_INPUT_ONLY.indexOf(sw.pin) >= 0)
+    errors.push(`${at}.pull: GPIO${sw.pin} has no internal pull resistor; wire one and say "external"`);
+}
+
+function checkOutput(pin: unknown, at: string, errors: string[], claim: (pin: number, what: string) => void): void {
+  if (!isInt(pin) || ESP32_GPIO.indexOf(pin) < 0) errors.push(`${at}: GPIO${String(pin)} is not a usable ESP32 GPIO`);
+  else if (ESP32_INPUT_ONLY.indexOf(pin) >= 0) errors.push(`${at}: GPIO${pin} is input-only and cannot be an output`);
+  else claim(pin, at);
+}
+
+function checkStepper(raw: unknown, at: string, axes: string[], errors: string[], claim: (pin: number, what: string) => void): void {
+  if (!isObj(raw)) return void errors.push(`${at}: must be an object`);
+  const s = raw;
+  if (typeof s.axis !== 'string' || !/^[a-z][a-z0-9_]{0,15}$/.test(s.axis)) errors.push(`${at}.axis: must be a short lowercase name like "x"`);
+  else if (axes.indexOf(s.axis) >= 0) errors.push(`${at}.axis: axis "${s.axis}" is defined twice`);
+  else axes.push(s.axis);
+  if (typeof s.name !== 'string') errors.push(`${at}.name: must be a string`);
+  const d = s.driver;
+  if (!isObj(d)) errors.push(`${at}.driver: must be an object`);
+  else {
+    if (typeof d.part !== 'string') errors.push(`${at}.driver.part: must name the driver chip`);
+    checkOutput(d.step_pin, `${at}.driver.step_pin`, errors, claim);
+    checkOutput(d.dir_pin, `${at}.driver.dir_pin`, errors, claim);
+    checkOutput(d.enable_pin, `${at}.driver.enable_pin`, errors, claim);
+    if (d.dir_positive_level !== 0 && d.dir_positive_level !== 1) errors.push(`${at}.driver.dir_positive_level: must be 0 or 1`);
+    if (typeof d.enable_active_low !== 'boolean') errors.push(`${at}.driver.enable_active_low: must be true or false`);
+    checkInput(d.fault, `${at}.driver.fault`, errors, claim);
+    for (const k of ['min_pulse_us', 'dir_setup_us', 'max_step_hz']) if (!isPos(d[k])) errors.push(`${at}.driver.${k}: must be a positive number`);
+  }
+  const e = s.encoder;
+  if (!isObj(e)) errors.push(`${at}.encoder: must be an object`);
+  else {
+    checkInput({ pin: e.a_pin, pull: e.pull }, `${at}.encoder.a`, errors, claim);
+    checkInput({ pin: e.b_pin, pull: e.pull }, `${at}.encoder.b`, errors, claim);
+    if (!isPos(e.counts_per_mm)) errors.push(`${at}.encoder.counts_per_mm: must be a positive number`);
+  }
+  checkInput(s.home, `${at}.home`, errors, claim);
+  if (s.limit_max !== undefined) checkInput(s.limit_max, `${at}.limit_max`, errors, claim);
+  const t = s.travel;
+  if (!isObj(t) || typeof t.min_mm !== 'number' || typeof t.max_mm !== 'number' || !(t.max_mm > t.min_mm))
+    errors.push(`${at}.travel: must be {min_mm, max_mm} with max_mm > min_mm`);
+  for (const k of ['steps_per_mm', 'max_speed_mm_s', 'accel_mm_s2', 'home_speed_mm_s', 'tolerance_mm'])
+    if (!isPos(s[k])) errors.push(`${at}.${k}: must be a positive number`);
+  if (isObj(d) && isPos(d.max_step_hz) && isPos(s.steps_per_mm) && isPos(s.max_speed_mm_s) && s.max_speed_mm_s * s.steps_per_mm > d.max_step_hz)
+    errors.push(`${at}.max_speed_mm_s: ${s.max_speed_mm_s} mm/s needs ${s.max_speed_mm_s * s.steps_per_mm} steps/s, above driver.max_step_hz ${d.max_step_hz}`);
+  if (isObj(e) && isPos(e.counts_per_mm) && isPos(s.tolerance_mm) && s.tolerance_mm * e.counts_per_mm < 2)
+    errors.push(`${at}.tolerance_mm: must span at least 2 encoder counts`);
 }

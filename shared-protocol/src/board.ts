@@ -25,6 +25,52 @@ export interface RelayDef {
   feedback: RelayFeedback;
 }
 
+/** A switch wired to an input: closed reads the active level. */
+export interface SwitchDef {
+  pin: number;
+  active_low: boolean;
+  pull: 'up' | 'down' | 'external';
+}
+
+/**
+ * A lead-screw axis: step/dir driver with enable and an active-low FAULT output, a quadrature
+ * encoder on the carriage (the truth about position), a home switch at travel.min and
+ * optional limit switch at travel.max.
+ */
+export interface StepperDef {
+  axis: string;
+  name: string;
+  driver: {
+    /** The driver chip, e.g. "DRV8825". */
+    part: string;
+    step_pin: number;
+    dir_pin: number;
+    /** Level on dir_pin that moves towards +mm. */
+    dir_positive_level: 0 | 1;
+    enable_pin: number;
+    enable_active_low: boolean;
+    /** FAULT (nFAULT on a DRV8825): open-drain, low on over-current/over-temperature. */
+    fault: SwitchDef;
+    /** Datasheet minimum STEP high/low time and DIR setup time, µs. */
+    min_pulse_us: number;
+    dir_setup_us: number;
+    /** Highest step rate the driver and firmware support, steps/s. */
+    max_step_hz: number;
+  };
+  encoder: { a_pin: number; b_pin: number; pull: 'up' | 'down' | 'external'; counts_per_mm: number };
+  /** Home switch at travel.min_mm; also the negative end-of-travel switch. */
+  home: SwitchDef;
+  /** Limit switch at travel.max_mm, when fitted. */
+  limit_max?: SwitchDef;
+  travel: { min_mm: number; max_mm: number };
+  steps_per_mm: number;
+  max_speed_mm_s: number;
+  accel_mm_s2: number;
+  home_speed_mm_s: number;
+  /** A finished move is `completed` only when the encoder is within this of the target. */
+  tolerance_mm: number;
+}
+
 export interface BoardDef {
   /** Stable identifier, also the default device id of a simulated rig. */
   id: string;
@@ -35,6 +81,7 @@ export interface BoardDef {
   /** Worst case from receiving a frame to starting the action, measured on the device. */
   device_processing_max_ms: number;
   relays: RelayDef[];
+  steppers?: StepperDef[];
   notes?: string[];
 }
 
@@ -45,5 +92,11 @@ export function relayWorstMs(r: RelayDef): number {
 
 export function findRelay(board: BoardDef, ch: number): RelayDef | undefined {
   for (let i = 0; i < board.relays.length; i++) if (board.relays[i].ch === ch) return board.relays[i];
+  return undefined;
+}
+
+export function findAxis(board: BoardDef, axis: string): StepperDef | undefined {
+  const s = board.steppers || [];
+  for (let i = 0; i < s.length; i++) if (s[i].axis === axis) return s[i];
   return undefined;
 }

@@ -45,7 +45,7 @@ export const ERROR_CODES = {
   },
   NO_FEEDBACK: {
     meaning:
-      'The feedback contact did not follow the output within the settle time (open coil, welded contact, broken wire).',
+      'The feedback did not follow the output: an aux contact that did not follow within the settle time (open coil, welded contact, broken wire), or an encoder that did not count while the motor stepped.',
     ends: 'failed',
     retry: 'after_fresh_state_read',
   },
@@ -68,6 +68,12 @@ export const ERROR_CODES = {
   LIMIT_HIT: {
     meaning: 'A travel limit switch closed during the move; motion was stopped.',
     ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  STATE_READ_REQUIRED: {
+    meaning:
+      'The axis ended its last move in a fault (stall, limit, position error, reboot); read its real state (get_device_status refresh=true) before moving it again.',
+    ends: 'rejected',
     retry: 'after_fresh_state_read',
   },
   CANCELLED: {

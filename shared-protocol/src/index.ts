@@ -7,6 +7,7 @@ export * from './board-check.js';
 export * from './actions.js';
 export * from './constants.js';
 export * from './timeout.js';
+export * from './motion.js';
 export * from './check.js';
 export * from './to-device.js';
 export * from './to-host.js';

@@ -10,8 +10,26 @@ export interface RelayState {
   aux: boolean | null;
 }
 
+export interface AxisState {
+  axis: string;
+  /** Position measured by the encoder, mm (relative to home; meaningless until homed). */
+  pos: number;
+  /** Position the step generator believes it is at, mm. */
+  cmd: number;
+  moving: boolean;
+  homed: boolean;
+  /** Driver FAULT asserted right now. */
+  fault: boolean;
+  /** Home switch closed right now. */
+  home: boolean;
+  /** Max-limit switch closed right now (false when none fitted). */
+  limit: boolean;
+}
+
 export interface DeviceState {
   /** Device uptime in ms when the snapshot was taken. */
   up: number;
   relays: RelayState[];
+  /** Stepper axes, when the board has any. */
+  axes?: AxisState[];
 }

@@ -13,7 +13,8 @@ export interface HelloFrame { t: 'hello'; v: number; dev: string; boot: string; 
 export interface AuthFrame { t: 'auth'; mac: string }
 /** `accepted`: arguments checked, execution started. `running`: a repeat of a command still executing. */
 export interface AckFrame { t: 'ack'; rid: string; st: 'accepted' | 'running' }
-export interface ProgressFrame { t: 'prog'; rid: string; pct: number; msg?: string }
+/** Progress of a long action, at a bounded rate. `pos`: measured position in mm for a move. */
+export interface ProgressFrame { t: 'prog'; rid: string; pct: number; pos?: number; msg?: string }
 /** The outcome of `rid`, kept in the device's outbox until the host answers `rack`. */
 export interface ResultFrame {
   t: 'res';
@@ -54,6 +55,13 @@ function checkState(s: unknown): string | null {
     if (!isObj(r) || !isNum(r.ch)) return 's.relays[] must be objects with a numeric ch';
     for (const k of ['cmd', 'pin', 'aux']) if (r[k] !== null && typeof r[k] !== 'boolean') return 's.relays[].' + k + ' must be boolean or null';
   }
+  if (s.axes !== undefined) {
+    if (!Array.isArray(s.axes)) return 's.axes must be an array';
+    for (const a of s.axes as unknown[]) {
+      if (!isObj(a) || typeof a.axis !== 'string' || !isNum(a.pos) || !isNum(a.cmd)) return 's.axes[] must have axis, pos and cmd';
+      for (const k of ['moving', 'homed', 'fault', 'home', 'limit']) if (typeof a[k] !== 'boolean') return 's.axes[].' + k + ' must be a boolean';
+    }
+  }
   return null;
 }
 
@@ -83,6 +91,7 @@ export function parseToHost(text: unknown): ToHostParse {
       if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
       if (!isNum(f.pct) || f.pct < 0 || f.pct > 100) return bad(t, 'pct must be 0..100', rid);
       if (!optStr(f.msg)) return bad(t, 'msg must be a string', rid);
+      if (f.pos !== undefined && !isNum(f.pos)) return bad(t, 'pos must be a number (mm)', rid);
       break;
     case 'res': {
       if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
