@@ -33,6 +33,11 @@ export interface StepperHomeArgs {
   axis: string;
 }
 
+/** Stop one axis, or every moving actuator when `axis` is absent. */
+export interface StopArgs {
+  axis?: string;
+}
+
 export function isActionName(a: unknown): a is ActionName {
   return typeof a === 'string' && Object.prototype.hasOwnProperty.call(ACTIONS, a);
 }
@@ -74,4 +79,9 @@ export function checkStepperHomeArgs(p: Record<string, unknown>, board: BoardDef
   if (typeof p.axis !== 'string') return 'axis must be a string (axes: ' + axesOf(board) + ')';
   if (!findAxis(board, p.axis)) return 'axis ' + p.axis + ' does not exist on ' + board.id + '; axes: ' + axesOf(board);
   return null;
+}
+
+export function checkStopArgs(p: Record<string, unknown>, board: BoardDef): string | null {
+  if (p.axis === undefined) return null;
+  return checkStepperHomeArgs(p, board);
 }

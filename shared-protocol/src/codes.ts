@@ -70,6 +70,11 @@ export const ERROR_CODES = {
     ends: 'failed',
     retry: 'after_fresh_state_read',
   },
+  NOT_HOMED: {
+    meaning: 'The axis has not been homed since the device booted, so its position is unknown; home it first (stepper_home).',
+    ends: 'rejected',
+    retry: 'fix_input',
+  },
   STATE_READ_REQUIRED: {
     meaning:
       'The axis ended its last move in a fault (stall, limit, position error, reboot); read its real state (get_device_status refresh=true) before moving it again.',

@@ -3,6 +3,7 @@
 import {
   ACTIONS,
   checkRelaySetArgs,
+  checkStopArgs,
   checkStepperHomeArgs,
   checkStepperMoveArgs,
   commandDeadlineMs,
@@ -61,6 +62,8 @@ export function planAction(
       return { ...base, deadlineMs: deadline(moveMs), estimatedMs: rttMaxMs + moveMs };
     }
     case 'stop': {
+      const why = checkStopArgs(args, board);
+      if (why) return { ok: false, code: 'INVALID_ARGS', detail: why };
       let stopMs = MOTION_SETTLE_MS;
       for (const ax of board.steppers ?? []) stopMs = Math.max(stopMs, (ax.max_speed_mm_s / ax.accel_mm_s2) * 1000 + MOTION_SETTLE_MS);
       return { ...base, deadlineMs: deadline(stopMs), estimatedMs: rttMaxMs + stopMs };
