@@ -30,14 +30,27 @@ const callTool = (name: string, args: Record<string, unknown>) => client.callToo
 const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 
 describe('tool list', () => {
-  it('offers the four tools, each with input and output schemas and an honest description', async () => {
+  it('offers the tools, each with input and output schemas and an honest description', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['get_action_status', 'get_device_status', 'list_devices', 'relay_set']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'cancel_action',
+      'get_action_status',
+      'get_device_status',
+      'list_devices',
+      'relay_set',
+      'stepper_home',
+      'stepper_move',
+      'stop_device',
+    ]);
     for (const t of tools) expect(t.outputSchema).toBeDefined();
     const relay = tools.find((t) => t.name === 'relay_set')!;
     expect(relay.description).toMatch(/NOT that the relay switched/);
     expect(relay.description).toMatch(/get_action_status/);
     expect(relay.inputSchema.required).toEqual(expect.arrayContaining(['device_id', 'channel', 'on']));
+    const move = tools.find((t) => t.name === 'stepper_move')!;
+    expect(move.description).toMatch(/ABSOLUTE/);
+    expect(move.description).toMatch(/ENCODER/);
+    expect(move.inputSchema.properties).not.toHaveProperty('distance_mm');
   });
 });
 
@@ -63,6 +76,16 @@ describe('inputs are strict and errors name the rule', () => {
     [{ command_id: 'cmd_x', wait_ms: 10.5 }, /whole number/],
   ])('get_action_status %j is refused as a tool error', async (args, msg) => {
     const r = await callTool('get_action_status', args);
+    expect(r.isError).toBe(true);
+    expect(text(r)).toMatch(msg);
+  });
+
+  it.each([
+    [{ device_id: 'rig1', axis: 'x', target_mm: '150' }, /target_mm must be a number/],
+    [{ device_id: 'rig1', axis: 'x', target_mm: 10, speed_mm_s: 0 }, /speed_mm_s must be more than 0/],
+    [{ device_id: 'rig1', axis: 'x', distance_mm: 10 }, /target_mm|distance_mm/],
+  ])('stepper_move %j is refused as a tool error', async (args, msg) => {
+    const r = await callTool('stepper_move', args);
     expect(r.isError).toBe(true);
     expect(text(r)).toMatch(msg);
   });

@@ -33,8 +33,9 @@ function line(s: Record<string, unknown>): string {
   if (s.evidence) parts.push(`evidence=${s.evidence}`);
   parts.push(`verified=${s.verified}`);
   if (s.error_code) parts.push(`error=${s.error_code}`);
+  if (s.position_mm !== null && s.position_mm !== undefined) parts.push(`pos=${s.position_mm} mm`);
   if (s.progress_pct !== null && s.progress_pct !== undefined) parts.push(`${s.progress_pct}%`);
-  if (!s.terminal && s.estimated_remaining_seconds !== null) parts.push(`~${s.estimated_remaining_seconds}s left`);
+  if (!s.terminal && typeof s.estimated_remaining_seconds === 'number') parts.push(`~${s.estimated_remaining_seconds.toFixed(1)} s left`);
   parts.push(`${s.elapsed_ms} ms`);
   return parts.join('  ');
 }

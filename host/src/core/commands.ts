@@ -18,7 +18,7 @@ import type { CommandRecord, Journal } from './journal.js';
 import type { Session } from './session.js';
 import { newCommandId, newRequestId } from './ids.js';
 import { planAction } from './plan.js';
-import { ACTIONS, isActionName } from '@proofrig/protocol';
+import { ACTIONS, isActionName, type ActionName } from '@proofrig/protocol';
 
 export interface SubmitInput {
   device_id: string;
@@ -49,6 +49,8 @@ export interface CommandStatus {
   estimated_seconds: number;
   estimated_remaining_seconds: number | null;
   progress_pct: number | null;
+  /** Last measured position (mm) of a motion command, from the device's progress or result. */
+  position_mm: number | null;
   device_state: CommandRecord['device_state'];
   device_state_observed_at: string | null;
   device_state_age_ms: number | null;
@@ -98,8 +100,10 @@ export class Commands extends EventEmitter {
         : `device ${dev} is offline${this.lastSeenText(dev)}; nothing was sent`;
       return this.view(this.rejectNew(input, 'DEVICE_OFFLINE', why, true));
     }
-    const plan = planAction(board, input.action, input.args, this.devices.rttMax(dev));
+    const plan = planAction(board, input.action, input.args, this.devices.rttMax(dev), this.devices.state(dev));
     if (!plan.ok) return this.view(this.rejectNew(input, plan.code, plan.detail, true));
+    const unread = this.faultNotReadSince(dev, input.action, input.args);
+    if (unread) return this.view(this.rejectNew(input, 'STATE_READ_REQUIRED', unread, true));
 
     const c = this.record(input, now);
     c.estimated_ms = plan.estimatedMs;
@@ -107,6 +111,39 @@ export class Commands extends EventEmitter {
     this.logSubmitted(c);
     this.send(c, session, plan.deadlineMs);
     return this.view(c);
+  }
+
+  /**
+   * A motion command after that axis's last motion ended in a fault (stall, limit, position
+   * error, reboot, timeout) is refused until someone read the device's real state afterwards.
+   */
+  private faultNotReadSince(dev: string, action: string, args: Record<string, unknown>): string | null {
+    if (action !== 'stepper.move' && action !== 'stepper.home') return null;
+    let last: CommandRecord | undefined;
+    for (const a of ['stepper.move', 'stepper.home']) {
+      const c = this.journal.lastTerminal(dev, a).find((x) => x.args.axis === args.axis);
+      if (c && (!last || c.terminal_at! > last.terminal_at!)) last = c;
+    }
+    if (!last || (last.state !== 'failed' && last.state !== 'timeout')) return null;
+    const read = this.devices.refreshedAt(dev);
+    if (read !== null && read > last.terminal_at!) return null;
+    return `axis ${String(args.axis)} ended its last motion ${last.command_id} ${last.state}${last.error_code ? ' ' + last.error_code : ''}${
+      last.position !== null ? ' at ' + last.position + ' mm' : ''
+    }; read its real state with get_device_status refresh=true before moving it again`;
+  }
+
+  /**
+   * Cancel a motion command by stopping its axis. Commands that are terminal, or not motion,
+   * are left alone and the reason says why.
+   */
+  cancel(commandId: string): { target: CommandStatus; stop: CommandStatus | null; reason: string | null } | undefined {
+    const c = this.journal.get(commandId);
+    if (!c) return undefined;
+    if (isTerminal(c.state)) return { target: this.view(c), stop: null, reason: `already ${c.state}; nothing to cancel` };
+    if (c.action !== 'stepper.move' && c.action !== 'stepper.home')
+      return { target: this.view(c), stop: null, reason: `${c.action} finishes in milliseconds on the device and cannot be recalled; wait for its result` };
+    const stop = this.submit({ device_id: c.device_id, action: 'stop', args: { axis: c.args.axis } });
+    return { target: this.status(commandId)!, stop, reason: stop.state === 'rejected' ? stop.detail : null };
   }
 
   status(commandId: string): CommandStatus | undefined {
@@ -188,10 +225,10 @@ export class Commands extends EventEmitter {
     c.state = 'running';
     c.accepted = true;
     c.progress = f.pct;
+    if (f.pos !== undefined) c.position = f.pos;
     c.updated_at = this.clock.now();
     this.journal.update(c, changed);
     this.changed(c);
-    this.emit('progress:' + c.command_id, { pct: f.pct, msg: f.msg });
   }
 
   result(s: Session, f: ResultFrame): void {
@@ -214,6 +251,8 @@ export class Commands extends EventEmitter {
     }
     c.device_state = f.s;
     c.device_state_at = this.clock.now();
+    const axis = f.s.axes?.find((a) => a.axis === c.args.axis);
+    if (axis) c.position = axis.pos;
     this.finish(c, f.st, {
       code: f.code,
       detail: f.msg ?? null,
@@ -254,7 +293,7 @@ export class Commands extends EventEmitter {
     c.deadline_at = now + deadlineMs;
     c.updated_at = now;
     this.journal.update(c, true, `deadline ${deadlineMs} ms`);
-    s.send({ t: 'cmd', rid: c.request_id, a: c.action as 'relay.set', p: c.args });
+    s.send({ t: 'cmd', rid: c.request_id, a: c.action as ActionName, p: c.args });
     this.changed(c);
     this.arm(c.command_id, deadlineMs);
   }
@@ -291,7 +330,7 @@ export class Commands extends EventEmitter {
       const s = this.devices.session(dev)!;
       c.sends++;
       this.journal.update(c, false, 'device never received it; re-sent once with the same request_id');
-      const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev));
+      const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
       return this.send(c, s, plan.ok ? plan.deadlineMs : 1000);
     }
     this.finish(c, 'timeout', {
@@ -370,6 +409,7 @@ export class Commands extends EventEmitter {
       deadline_at: null,
       estimated_ms: 0,
       progress: null,
+      position: null,
       device_state: null,
       device_state_at: null,
       sends: 0,
@@ -444,6 +484,7 @@ export class Commands extends EventEmitter {
       estimated_seconds: c.estimated_ms / 1000,
       estimated_remaining_seconds: terminal ? null : Math.max(0, c.submitted_at + c.estimated_ms - now) / 1000,
       progress_pct: c.progress,
+      position_mm: c.position,
       device_state: c.device_state,
       device_state_observed_at: c.device_state_at === null ? null : new Date(c.device_state_at).toISOString(),
       device_state_age_ms: c.device_state_at === null ? null : now - c.device_state_at,

@@ -17,6 +17,8 @@ interface Live {
   rtts: number[];
   state: DeviceState | null;
   stateAt: number | null;
+  /** When someone last asked for the device's real state explicitly (get_device_status refresh). */
+  refreshedAt: number | null;
   queries: Map<string, { sentAt: number; done: (f: StateFrame | null) => void; timer: TimerHandle }>;
 }
 
@@ -46,7 +48,7 @@ export class Devices {
   private entry(dev: string): Live {
     let l = this.live.get(dev);
     if (!l) {
-      l = { session: undefined, rtts: [], state: null, stateAt: null, queries: new Map() };
+      l = { session: undefined, rtts: [], state: null, stateAt: null, refreshedAt: null, queries: new Map() };
       this.live.set(dev, l);
     }
     return l;
@@ -89,6 +91,18 @@ export class Devices {
     const l = this.entry(dev);
     l.state = state;
     l.stateAt = this.clock.now();
+  }
+
+  markRefreshed(dev: string): void {
+    this.entry(dev).refreshedAt = this.clock.now();
+  }
+
+  refreshedAt(dev: string): number | null {
+    return this.live.get(dev)?.refreshedAt ?? null;
+  }
+
+  state(dev: string): DeviceState | null {
+    return this.live.get(dev)?.state ?? null;
   }
 
   rtt(dev: string, ms: number): void {

@@ -82,6 +82,7 @@ export class HostCore implements SessionHandler {
     const f = await this.devices.query(deviceId, undefined, wait);
     const now = this.devices.view(deviceId)!;
     if (!f) return { ...now, source: 'cache', refresh_error: `TIMEOUT: device ${deviceId} did not answer within ${wait} ms; this is the last cached state` };
+    this.devices.markRefreshed(deviceId);
     return { ...now, source: 'device', refresh_error: null };
   }
 

@@ -24,6 +24,8 @@ export interface CommandRecord {
   deadline_at: number | null;
   estimated_ms: number;
   progress: number | null;
+  /** Last measured position (mm) reported by the device for a motion command. */
+  position: number | null;
   device_state: DeviceState | null;
   device_state_at: number | null;
   sends: number;
@@ -64,6 +66,7 @@ CREATE TABLE IF NOT EXISTS commands (
   deadline_at INTEGER,
   estimated_ms INTEGER NOT NULL,
   progress REAL,
+  position REAL,
   device_state TEXT,
   device_state_at INTEGER,
   sends INTEGER NOT NULL DEFAULT 0
@@ -110,6 +113,7 @@ function toRecord(r: Row): CommandRecord {
     deadline_at: (r.deadline_at as number | null) ?? null,
     estimated_ms: r.estimated_ms as number,
     progress: (r.progress as number | null) ?? null,
+    position: (r.position as number | null) ?? null,
     device_state: r.device_state ? JSON.parse(r.device_state as string) : null,
     device_state_at: (r.device_state_at as number | null) ?? null,
     sends: r.sends as number,
@@ -137,6 +141,7 @@ export class Journal {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.exec(SCHEMA);
+    this.migrate();
     const cols = Object.keys(toRow(blank())).join(', ');
     const vals = Object.keys(toRow(blank()))
       .map((k) => '@' + k)
@@ -150,6 +155,9 @@ export class Journal {
       update: this.db.prepare(`UPDATE commands SET ${sets} WHERE command_id = @command_id`),
       get: this.db.prepare('SELECT * FROM commands WHERE command_id = ?'),
       byRequest: this.db.prepare('SELECT * FROM commands WHERE device_id = ? AND request_id = ?'),
+      lastTerminal: this.db.prepare(
+        'SELECT * FROM commands WHERE device_id = ? AND action = ? AND terminal_at IS NOT NULL ORDER BY terminal_at DESC, rowid DESC LIMIT 50',
+      ),
       open: this.db.prepare('SELECT * FROM commands WHERE terminal_at IS NULL ORDER BY submitted_at'),
       event: this.db.prepare('INSERT INTO command_events (command_id, at, state, note) VALUES (?, ?, ?, ?)'),
       events: this.db.prepare('SELECT at, state, note FROM command_events WHERE command_id = ? ORDER BY id'),
@@ -160,6 +168,12 @@ export class Journal {
       ),
       seen: this.db.prepare('UPDATE devices SET last_boot = ?, last_seen = ? WHERE device_id = ?'),
     };
+  }
+
+  /** Journals written by an earlier version lack newer columns; add them in place. */
+  private migrate(): void {
+    const have = new Set((this.db.prepare('PRAGMA table_info(commands)').all() as { name: string }[]).map((c) => c.name));
+    if (!have.has('position')) this.db.exec('ALTER TABLE commands ADD COLUMN position REAL');
   }
 
   insert(c: CommandRecord, note: string | null = null): void {
@@ -185,6 +199,11 @@ export class Journal {
   byRequest(deviceId: string, requestId: string): CommandRecord | undefined {
     const r = this.stmts.byRequest.get(deviceId, requestId) as Row | undefined;
     return r ? toRecord(r) : undefined;
+  }
+
+  /** Most recent terminal commands of an action on a device, newest first. */
+  lastTerminal(deviceId: string, action: string): CommandRecord[] {
+    return (this.stmts.lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
   }
 
   open(): CommandRecord[] {
@@ -249,6 +268,7 @@ function blank(): CommandRecord {
     deadline_at: null,
     estimated_ms: 0,
     progress: null,
+    position: null,
     device_state: null,
     device_state_at: null,
     sends: 0,

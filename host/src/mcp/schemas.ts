@@ -12,9 +12,21 @@ export const RelayStateSchema = z.object({
   aux: z.boolean().nullable().describe('auxiliary contact closed; null = no contact wired'),
 });
 
+export const AxisStateSchema = z.object({
+  axis: z.string(),
+  pos: z.number().describe('position measured by the encoder, mm'),
+  cmd: z.number().describe('position the step generator believes, mm'),
+  moving: z.boolean(),
+  homed: z.boolean(),
+  fault: z.boolean().describe('driver FAULT asserted now'),
+  home: z.boolean().describe('home switch closed now'),
+  limit: z.boolean().describe('max limit switch closed now'),
+});
+
 export const DeviceStateSchema = z.object({
   up: z.number().describe('device uptime in ms when observed'),
   relays: z.array(RelayStateSchema),
+  axes: z.array(AxisStateSchema).optional(),
 });
 
 export const CommandStatusSchema = z.object({
@@ -38,6 +50,7 @@ export const CommandStatusSchema = z.object({
   estimated_seconds: z.number(),
   estimated_remaining_seconds: z.number().nullable(),
   progress_pct: z.number().nullable(),
+  position_mm: z.number().nullable().describe('last position measured by the encoder for a motion command, mm'),
   device_state: DeviceStateSchema.nullable().describe('device state snapshot observed with this command'),
   device_state_observed_at: z.string().nullable(),
   device_state_age_ms: z.number().nullable(),
@@ -100,4 +113,42 @@ export const DeviceStatusInput = z.strictObject({
     .boolean({ error: 'refresh must be true or false' })
     .default(false)
     .describe('true = ask the device now (slower, fresh); false = cached state with its age'),
+});
+
+const requestId = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'request_id must be 1-64 chars of A-Z a-z 0-9 _ . : -')
+  .optional()
+  .describe('optional idempotency key: the same request_id again returns the same command and never moves twice');
+
+const axis = z.string({ error: 'axis must be a string such as "x"' }).min(1).max(16).describe('axis name from the device board, e.g. "x"');
+
+export const StepperMoveInput = z.strictObject({
+  device_id: deviceId,
+  axis,
+  target_mm: z
+    .number({ error: 'target_mm must be a number of millimetres (absolute)' })
+    .finite('target_mm must be a finite number')
+    .describe('ABSOLUTE target position in mm from home; the board sets the travel (stepper-rig: 0..200)'),
+  speed_mm_s: z
+    .number({ error: 'speed_mm_s must be a number of mm/s' })
+    .positive('speed_mm_s must be more than 0')
+    .optional()
+    .describe("cruise speed; defaults to and may not exceed the board's max_speed_mm_s"),
+  request_id: requestId,
+});
+
+export const StepperHomeInput = z.strictObject({ device_id: deviceId, axis, request_id: requestId });
+
+export const StopDeviceInput = z.strictObject({ device_id: deviceId });
+
+export const CancelInput = z.strictObject({
+  command_id: z.string({ error: 'command_id must be a string' }).min(1).max(64),
+});
+
+export const CancelResultSchema = z.object({
+  command: CommandStatusSchema.describe('the command asked to be cancelled, as it stands after the attempt'),
+  cancel_requested: z.boolean().describe('a stop was sent to the device for this command'),
+  stop_command_id: z.string().nullable(),
+  reason: z.string().nullable().describe('why nothing was sent, when cancel_requested is false'),
 });

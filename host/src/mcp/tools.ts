@@ -7,17 +7,24 @@ import type { HostCore } from '../core/host.js';
 import type { CommandStatus } from '../core/commands.js';
 import {
   ActionStatusInput,
+  CancelInput,
+  CancelResultSchema,
   CommandStatusSchema,
   DeviceListSchema,
   DeviceStatusInput,
   DeviceStatusSchema,
   RelaySetInput,
+  StepperHomeInput,
+  StepperMoveInput,
+  StopDeviceInput,
 } from './schemas.js';
 
 export const SERVER_INFO = { name: 'proofrig', version: '0.1.0' };
 
 /** How long an action tool waits for the device's acknowledgement before answering. */
 const ACK_WAIT_MS = 1500;
+/** How long stop_device and cancel_action wait for the device to confirm motion stopped. */
+const STOP_WAIT_MS = 5000;
 
 function ok(data: object): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(data, null, 2) }], structuredContent: data as Record<string, unknown> };
@@ -31,6 +38,11 @@ const OUTCOME =
   'Outcome semantics: completed = executed AND confirmed by evidence (aux_contact: a feedback contact followed; pin_readback: only the MCU pin was read back); ' +
   'unverified = executed on an output nothing observes (not a success claim); failed = tried and the evidence contradicts, or the device rebooted (see error_code); ' +
   'rejected = refused before anything moved; timeout = no evidence by the deadline even after asking the device: outcome UNKNOWN, not failed.';
+
+const MOVE_OUTCOME =
+  'For a move, completed means the ENCODER measured the carriage within the board tolerance of the target (evidence: encoder); a driver FAULT ends failed MOTOR_STALL, ' +
+  'a measured position off target ends failed POSITION_ERROR, an encoder that did not count ends failed NO_FEEDBACK, a limit switch ends failed LIMIT_HIT; position_mm is the measured position. ' +
+  'After a failed or timed-out motion, read the real state (get_device_status refresh=true) before moving that axis again, or the move is rejected STATE_READ_REQUIRED.';
 
 export function createMcpServer(core: HostCore): McpServer {
   const server = new McpServer(SERVER_INFO, {
@@ -90,6 +102,82 @@ export function createMcpServer(core: HostCore): McpServer {
   );
 
   server.registerTool(
+    'stepper_move',
+    {
+      title: 'Move an axis to an absolute position',
+      description:
+        'Moves a stepper axis to an ABSOLUTE position in mm (relative moves are not offered, so a retry can never add distance). Returning means the device ACCEPTED the move, not that it arrived: ' +
+        'call get_action_status(command_id) until terminal (it reports position_mm and estimated_remaining_seconds while running). ' +
+        'The axis must be homed since the device booted (else rejected NOT_HOMED); a target outside travel is rejected INVALID_ARGS before anything moves; a busy axis is rejected BUSY (not queued). ' +
+        'The same request_id again returns the same command and never moves twice. ' +
+        MOVE_OUTCOME +
+        ' ' +
+        OUTCOME,
+      inputSchema: StepperMoveInput,
+      outputSchema: CommandStatusSchema,
+      annotations: { destructiveHint: true, idempotentHint: true },
+    },
+    async ({ device_id, axis, target_mm, speed_mm_s, request_id }) => {
+      const args: Record<string, unknown> = { axis, mm: target_mm };
+      if (speed_mm_s !== undefined) args.speed = speed_mm_s;
+      return ok(await untilAcked(core, core.submit({ device_id, action: 'stepper.move', args, request_id })));
+    },
+  );
+
+  server.registerTool(
+    'stepper_home',
+    {
+      title: 'Home an axis',
+      description:
+        'Drives the axis towards its home switch at the board home speed and sets 0 mm where the switch closes. Completed (evidence aux_contact) only when the home switch closed; ' +
+        'if the switch never closes within the travel it ends failed NO_FEEDBACK. Returns after the device accepted; call get_action_status for the outcome. ' +
+        OUTCOME,
+      inputSchema: StepperHomeInput,
+      outputSchema: CommandStatusSchema,
+      annotations: { destructiveHint: true, idempotentHint: true },
+    },
+    async ({ device_id, axis, request_id }) =>
+      ok(await untilAcked(core, core.submit({ device_id, action: 'stepper.home', args: { axis }, request_id }))),
+  );
+
+  server.registerTool(
+    'stop_device',
+    {
+      title: 'Stop all motion on a device',
+      description:
+        'Stops every moving actuator (stepper axes) on the device at once; it wins over any running move, which then ends cancelled with its measured position. ' +
+        'Answers once the device CONFIRMED motion has stopped (state completed, evidence encoder: the encoder no longer changes), or after 5 s with the state so far. Relays keep their state. ' +
+        'An offline device is rejected DEVICE_OFFLINE: then nothing was stopped by this call.',
+      inputSchema: StopDeviceInput,
+      outputSchema: CommandStatusSchema,
+      annotations: { destructiveHint: false, idempotentHint: true },
+    },
+    async ({ device_id }, extra) => {
+      const s = core.submit({ device_id, action: 'stop', args: {} });
+      return ok((await core.waitTerminal(s.command_id, STOP_WAIT_MS, extra.signal))!);
+    },
+  );
+
+  server.registerTool(
+    'cancel_action',
+    {
+      title: 'Cancel a command',
+      description:
+        'Cancels a running motion command (stepper_move, stepper_home) by stopping its axis, and answers once it is terminal (cancelled with the measured position, or whatever it reached first) or after 5 s. ' +
+        'Terminal commands are left unchanged, and relay switching cannot be recalled (it takes milliseconds): then cancel_requested is false and reason says why.',
+      inputSchema: CancelInput,
+      outputSchema: CancelResultSchema,
+      annotations: { destructiveHint: false },
+    },
+    async ({ command_id }, extra) => {
+      const r = core.commands.cancel(command_id);
+      if (!r) return toolError('UNKNOWN_COMMAND', `no command "${command_id}" in the journal`);
+      const target = r.stop && r.stop.state !== 'rejected' ? (await core.waitTerminal(command_id, STOP_WAIT_MS, extra.signal))! : r.target;
+      return ok({ command: target, cancel_requested: !!r.stop && r.stop.state !== 'rejected', stop_command_id: r.stop?.command_id ?? null, reason: r.reason });
+    },
+  );
+
+  server.registerTool(
     'get_action_status',
     {
       title: 'Action status',
@@ -106,12 +194,18 @@ export function createMcpServer(core: HostCore): McpServer {
       const token = extra._meta?.progressToken;
       let stop = () => {};
       if (token !== undefined) {
-        let n = 0;
+        // MCP progress must increase: the device's percent when it reports one, else a counter of state changes.
+        let last = -1;
         const notify = (s: CommandStatus) => {
+          const progress = s.terminal ? 100 : s.progress_pct ?? Math.min(99, last + 1);
+          if (progress <= last) return;
+          last = progress;
+          const where = s.position_mm !== null ? ` at ${s.position_mm} mm` : '';
+          const left = s.estimated_remaining_seconds !== null ? `, ~${s.estimated_remaining_seconds.toFixed(1)} s left` : '';
           void extra
             .sendNotification({
               method: 'notifications/progress',
-              params: { progressToken: token, progress: ++n, message: `${s.state}${s.progress_pct !== null ? ' ' + s.progress_pct + '%' : ''}` },
+              params: { progressToken: token, progress, total: 100, message: `${s.state}${where}${left}` },
             })
             .catch(() => {});
         };
