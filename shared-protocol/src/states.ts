@@ -76,7 +76,7 @@ export const STATE_MEANING: Record<LifecycleState, { means: string; does_not_mea
 export const EVIDENCE_MEANING: Record<Evidence, { means: string; does_not_mean: string }> = {
   aux_contact: {
     means: 'An auxiliary contact, or a switch such as an axis home switch, wired to an input confirmed the target after the settle time.',
-    does_not_mean: 'That the load itself is powered: only the relay armature moved.',
+    does_not_mean: 'That the load is powered or the mechanism is right beyond what that one contact or switch shows.',
   },
   pin_readback: {
     means: 'The output pin was read back at the written level after the settle time.',
