@@ -14,7 +14,7 @@ import {
 } from '@proofrig/protocol';
 import type { Clock, TimerHandle } from './clock.js';
 import type { Devices } from './devices.js';
-import type { CommandRecord, Journal } from './journal.js';
+import { blankCommand, type CommandRecord, type Journal } from './journal.js';
 import type { Session } from './session.js';
 import { newCommandId, newRequestId } from './ids.js';
 import { planAction } from './plan.js';
@@ -390,29 +390,14 @@ export class Commands extends EventEmitter {
 
   private record(input: SubmitInput, now: number): CommandRecord {
     return {
+      ...blankCommand(),
       command_id: newCommandId(),
       device_id: input.device_id,
       request_id: input.request_id ?? newRequestId(),
       action: input.action,
       args: input.args,
-      state: 'submitted',
-      accepted: false,
-      executed: false,
-      verified: false,
-      evidence: null,
-      error_code: null,
-      detail: null,
-      boot_id: null,
       submitted_at: now,
       updated_at: now,
-      terminal_at: null,
-      deadline_at: null,
-      estimated_ms: 0,
-      progress: null,
-      position: null,
-      device_state: null,
-      device_state_at: null,
-      sends: 0,
     };
   }
 

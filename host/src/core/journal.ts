@@ -142,11 +142,11 @@ export class Journal {
     this.db.pragma('synchronous = NORMAL');
     this.db.exec(SCHEMA);
     this.migrate();
-    const cols = Object.keys(toRow(blank())).join(', ');
-    const vals = Object.keys(toRow(blank()))
+    const cols = Object.keys(toRow(blankCommand())).join(', ');
+    const vals = Object.keys(toRow(blankCommand()))
       .map((k) => '@' + k)
       .join(', ');
-    const sets = Object.keys(toRow(blank()))
+    const sets = Object.keys(toRow(blankCommand()))
       .filter((k) => k !== 'command_id')
       .map((k) => `${k} = @${k}`)
       .join(', ');
@@ -247,7 +247,8 @@ function toDevice(r: Row): DeviceRecord {
   };
 }
 
-function blank(): CommandRecord {
+/** A command record with every field at its initial value (state submitted, nothing known). */
+export function blankCommand(): CommandRecord {
   return {
     command_id: '',
     device_id: '',
