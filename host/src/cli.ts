@@ -26,6 +26,7 @@ export function buildCli(): Command {
     .option('--stdio', 'serve MCP on stdin/stdout (logs go to stderr); the HTTP listener still takes devices', false)
     .addOption(new Option('--http <port>', 'port for MCP over HTTP and the device gateway').default(8787).argParser(intOption('--http', 0, 65535)))
     .option('--listen <addr>', 'address to listen on (0.0.0.0 for real devices on your LAN)', '127.0.0.1')
+    .option('--allow-remote-mcp', 'answer MCP requests from other machines too (MCP has no authentication; devices always do)', false)
     .option('--sim <board[=id]>', 'start a simulated rig running the built firmware (repeatable)', collect, [])
     .option('--fault <dev:part:fault>', 'inject a fault into a simulated rig, e.g. relay-rig-4ch:relay2:coil_open (repeatable)', collect, [])
     .option('--db <path>', 'journal database file', '.proofrig/journal.db')
@@ -37,6 +38,7 @@ export function buildCli(): Command {
         db: o.db,
         port: o.http,
         listenHost: o.listen,
+        allowRemoteMcp: o.allowRemoteMcp,
         stdio: o.stdio,
         sims: (o.sim as string[]).map(parseSimSpec),
         faults: o.fault,

@@ -24,6 +24,8 @@ export interface ServeOptions {
   /** Port for MCP over HTTP and the device gateway (0 = any free port). */
   port: number;
   listenHost?: string;
+  /** Serve MCP to other machines too (it has no authentication of its own). */
+  allowRemoteMcp?: boolean;
   stdio?: boolean;
   sims?: SimSpec[];
   faults?: string[];
@@ -87,7 +89,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
   if (o.db !== ':memory:') mkdirSync(dirname(resolve(o.db)), { recursive: true });
 
   const core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs });
-  const http = await startHttpHost(core, o.port, o.listenHost ?? '127.0.0.1');
+  const http = await startHttpHost(core, o.port, o.listenHost ?? '127.0.0.1', o.allowRemoteMcp ?? false);
   const url = `http://${o.listenHost ?? '127.0.0.1'}:${http.port}`;
 
   const rigs = new Map<string, SimRig>();

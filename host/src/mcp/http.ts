@@ -36,8 +36,16 @@ function jsonRpcError(res: ServerResponse, status: number, message: string): voi
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
 }
 
-/** Listen on host:port (0 = any free port) with MCP at /mcp and devices at /device. */
-export async function startHttpHost(core: HostCore, port: number, host = '127.0.0.1'): Promise<HttpHost> {
+function isLoopback(addr: string | undefined): boolean {
+  return !!addr && (addr === '::1' || addr.startsWith('127.') || addr.startsWith('::ffff:127.'));
+}
+
+/**
+ * Listen on host:port (0 = any free port) with MCP at /mcp and devices at /device.
+ * MCP has no authentication yet, so unless `allowRemoteMcp` it answers loopback clients only,
+ * even when the listener is opened to the LAN for devices (which do authenticate).
+ */
+export async function startHttpHost(core: HostCore, port: number, host = '127.0.0.1', allowRemoteMcp = false): Promise<HttpHost> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const gateway = new WsGateway((link) => core.attach(link));
 
@@ -47,6 +55,9 @@ export async function startHttpHost(core: HostCore, port: number, host = '127.0.
       res.writeHead(path === '/' ? 200 : 404, { 'content-type': 'text/plain' });
       res.end(`proofrig: MCP (Streamable HTTP) at ${MCP_PATH}, devices (WebSocket) at /device\n`);
       return;
+    }
+    if (!allowRemoteMcp && !isLoopback(req.socket.remoteAddress)) {
+      return jsonRpcError(res, 403, `MCP is served to this machine only (request from ${req.socket.remoteAddress}); start with --allow-remote-mcp to change that`);
     }
     try {
       const sid = req.headers['mcp-session-id'];
