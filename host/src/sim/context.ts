@@ -192,7 +192,12 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
     }),
   );
 
-  const watches = new BootWatches(realm, gpio, () => nowMs() / 1000, (line) => boot.print(line));
+  const watches = new BootWatches(
+    realm,
+    gpio,
+    (atMs) => (atMs === undefined ? nowMs() : atMs + timeOffsetMs) / 1000,
+    (line) => boot.print(line),
+  );
   define(
     'setWatch',
     fn((f: unknown, pin: unknown, options?: unknown) => {
@@ -203,7 +208,17 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
         boot.print('ERROR: Invalid pin');
         return undefined;
       }
-      return watches.set(f, p, options);
+      // options.data: a pin sampled at every edge; Espruino ignores one that is not a valid pin.
+      let dataPin: number | undefined;
+      const data = typeof options === 'object' && options !== null ? (options as { data?: unknown }).data : undefined;
+      if (data !== undefined) {
+        try {
+          dataPin = pinOf(data);
+        } catch {
+          dataPin = undefined;
+        }
+      }
+      return watches.set(f, p, options, dataPin);
     }),
   );
   define(

@@ -76,12 +76,14 @@ interface Pin {
   level: Level;
 }
 
-export type LevelListener = (pin: number, level: Level) => void;
+/** A level change; `atMs` is the clock time it happened when that is earlier than now (rig physics integrated on a tick). */
+export type LevelListener = (pin: number, level: Level, atMs?: number) => void;
 
 export class Gpio {
   private pins = new Map<number, Pin>();
   private attachments = new Map<number, PinAttachment>();
   private listeners = new Set<LevelListener>();
+  private refreshListeners = new Set<(pin: number) => void>();
   private writeCounts = new Map<number, number>();
   private powered = false;
 
@@ -107,14 +109,28 @@ export class Gpio {
     return () => this.listeners.delete(fn);
   }
 
-  /** Recompute a pin's level after anything it depends on changed; notifies listeners on a change. */
-  refresh(pin: number): void {
+  /**
+   * Listen to every re-evaluation of a pin, changed level or not: its mode, output register or PWM
+   * may have changed (a step train's frequency, say). Returns the unsubscribe function.
+   */
+  onRefresh(fn: (pin: number) => void): () => void {
+    this.refreshListeners.add(fn);
+    return () => this.refreshListeners.delete(fn);
+  }
+
+  /**
+   * Recompute a pin's level after anything it depends on changed; notifies level listeners on a
+   * change, then refresh listeners. `atMs`: when the change really happened, if before now.
+   */
+  refresh(pin: number, atMs?: number): void {
     const p = this.pins.get(pin);
     if (!p) return;
     const level = this.compute(pin, p);
-    if (level === p.level) return;
-    p.level = level;
-    for (const fn of [...this.listeners]) fn(pin, level);
+    if (level !== p.level) {
+      p.level = level;
+      for (const fn of [...this.listeners]) fn(pin, level, atMs);
+    }
+    for (const fn of [...this.refreshListeners]) fn(pin);
   }
 
   refreshAll(): void {

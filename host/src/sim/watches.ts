@@ -1,6 +1,7 @@
-// Espruino's setWatch/clearWatch for one boot: pin edges from the rig delivered as {state, time, lastTime}.
+// Espruino's setWatch/clearWatch for one boot: pin edges from the rig delivered as {state, time, lastTime}
+// (plus `data`, the level of the options' `data` pin sampled at the edge, when one was given).
 //
-// As in Espruino (src/jswrap_io.c): ids count up from 1, options are {repeat, edge, debounce} or a
+// As in Espruino (src/jswrap_io.c): ids count up from 1, options are {repeat, edge, debounce, data} or a
 // boolean `repeat`, edge defaults to 'both', a non-repeating watch removes itself when it fires,
 // clearWatch() clears all, clearWatch(undefined) throws, an unknown id throws "Unknown Watch".
 // Callbacks run later from the event loop, never inside the code that caused the edge.
@@ -16,6 +17,8 @@ interface Watch {
   /** 1 rising, -1 falling, 0 both */
   edge: number;
   debounceMs: number;
+  /** Pin sampled at each edge (options.data), reported as e.data. */
+  dataPin: number | undefined;
   /** Last level reported (debounced watches) */
   state: Level;
   /** Time (s) of the last change seen on the pin */
@@ -31,14 +34,16 @@ export class BootWatches {
   constructor(
     private readonly realm: Realm,
     private readonly gpio: Gpio,
-    private readonly seconds: () => number,
+    /** Firmware time (getTime() seconds) of a clock time in ms, or of now. */
+    private readonly seconds: (atMs?: number) => number,
     private readonly warn: (line: string) => void,
   ) {
-    this.unsubscribe = gpio.onChange((pin, level) => this.changed(pin, level));
+    this.unsubscribe = gpio.onChange((pin, level, atMs) => this.changed(pin, level, atMs));
     realm.boot.onKill(() => this.kill());
   }
 
-  set(fn: unknown, pin: number, options: unknown): number | undefined {
+  /** `dataPin`: options.data already resolved to a pin by the caller (undefined: none or invalid). */
+  set(fn: unknown, pin: number, options: unknown, dataPin?: number): number | undefined {
     if (FLASH_PINS.indexOf(pin) >= 0) {
       this.warn('WARNING: Unable to set watch. GPIO6..11 drive the flash chip and cannot be watched');
       return undefined;
@@ -70,6 +75,7 @@ export class BootWatches {
       repeat,
       edge,
       debounceMs: debounce,
+      dataPin,
       state: this.gpio.level(pin),
       lastTime: this.seconds(),
       debounceTimer: undefined,
@@ -95,11 +101,13 @@ export class BootWatches {
     return this.watches.size;
   }
 
-  private changed(pin: number, level: Level): void {
+  private changed(pin: number, level: Level, atMs?: number): void {
     if (!this.realm.boot.live) return;
-    const now = this.seconds();
+    const now = this.seconds(atMs);
     for (const w of [...this.watches.values()]) {
       if (w.pin !== pin) continue;
+      // The IRQ samples the data pin at the edge (a quadrature encoder's B when A changes).
+      const data = w.dataPin === undefined ? undefined : this.gpio.level(w.dataPin) === 1;
       if (w.debounceMs > 0) {
         this.stopDebounce(w);
         const clock = this.realm.boot.clock;
@@ -109,16 +117,16 @@ export class BootWatches {
           const settled = this.gpio.level(pin);
           if (settled === w.state) return; // bounced back
           w.state = settled;
-          this.report(w, settled, now);
+          this.report(w, settled, now, data);
         }, w.debounceMs);
       } else {
         w.state = level;
-        this.report(w, level, now);
+        this.report(w, level, now, data);
       }
     }
   }
 
-  private report(w: Watch, level: Level, time: number): void {
+  private report(w: Watch, level: Level, time: number, data: boolean | undefined): void {
     const lastTime = w.lastTime;
     w.lastTime = time;
     if ((w.edge === 1 && level !== 1) || (w.edge === -1 && level !== 0)) return;
@@ -127,7 +135,10 @@ export class BootWatches {
     const boot = realm.boot;
     boot.defer(() => {
       if (typeof w.fn === 'string') boot.evalString(w.fn);
-      else boot.call(w.fn, undefined, [realm.obj({ state: level === 1, time, lastTime })]);
+      else {
+        const e = data === undefined ? { state: level === 1, time, lastTime } : { state: level === 1, time, lastTime, data };
+        boot.call(w.fn, undefined, [realm.obj(e)]);
+      }
     });
   }
 
