@@ -14,9 +14,16 @@ export function mulberry32(seed: number): Rng {
   };
 }
 
-/** Independent streams derived from one seed, so firmware randomness never shifts relay jitter. */
-export function rngStreams(seed: number): { physics: Rng; firmware: Rng } {
-  return { physics: mulberry32(seed), firmware: mulberry32((seed ^ 0x5bd1e995) >>> 0) };
+/**
+ * Independent streams derived from one seed, so firmware randomness never shifts relay jitter and
+ * the slide's draws (stall detection delay, missed-step phase) shift neither.
+ */
+export function rngStreams(seed: number): { physics: Rng; firmware: Rng; slide: Rng } {
+  return {
+    physics: mulberry32(seed),
+    firmware: mulberry32((seed ^ 0x5bd1e995) >>> 0),
+    slide: mulberry32((seed ^ 0x27d4eb2f) >>> 0),
+  };
 }
 
 export function randomSeed(): number {

@@ -10,12 +10,13 @@ import { CONFIG_FILE } from '../../../shared-protocol/src/constants.js';
 import { realClock, type Clock, type TimerHandle } from '../core/clock.js';
 import { Boot } from './boot.js';
 import { createFirmwareContext } from './context.js';
-import { isRelayFault, RELAY_FAULTS, relayChannelOf, type RelayFault } from './faults.js';
+import { resolveFault, type AxisFault, type AxisFaultSpec, type RelayFault } from './faults.js';
 import { Gpio, isValidPin } from './gpio.js';
 import { DEFAULT_DROP_MS, SimLink, type DropDirection } from './link.js';
 import { defaultConnect, type ConnectFn } from './net.js';
 import { randomSeed, rngStreams, type Rng } from './prng.js';
 import { RelayModel, type RelayState } from './relay-model.js';
+import { SlideModel, type AxisState } from './slide-model.js';
 import { SimStorage } from './storage.js';
 
 export interface SimRigOptions {
@@ -53,6 +54,9 @@ export class SimRig extends EventEmitter {
   private readonly firmwareRng: Rng;
   private relays = new Map<number, RelayModel>();
   private faults = new Map<number, RelayFault>();
+  private readonly slideRng: Rng;
+  private slides = new Map<string, SlideModel>();
+  private axisFaults = new Map<string, AxisFaultSpec>();
   private boardDef: BoardDef | undefined;
   private boardJson = '';
   private current: Boot | undefined;
@@ -68,6 +72,7 @@ export class SimRig extends EventEmitter {
     const streams = rngStreams(this.seed);
     this.physicsRng = streams.physics;
     this.firmwareRng = streams.firmware;
+    this.slideRng = streams.slide;
     this.connectFn = opts.connect ?? defaultConnect;
     this.storage = new SimStorage();
     this.link = new SimLink(this.clock, (state) => this.safeEmit('link', state));
@@ -153,24 +158,35 @@ export class SimRig extends EventEmitter {
     this.updateRelays();
     for (const r of this.relays.values()) r.dispose();
     this.relays.clear();
+    for (const s of this.slides.values()) s.dispose();
+    this.slides.clear();
     this.link.dispose();
   }
 
   // ---- faults --------------------------------------------------------------------------------------
 
-  /** Inject (or clear, with null) a fault on 'relay1'..'relayN'. Throws for an unknown part or fault. */
-  setFault(part: string, fault: RelayFault | null): void {
-    const ch = relayChannelOf(part);
-    const channels = this.boardDef ? this.boardDef.relays.map((r) => r.ch) : [];
-    if (ch === undefined || channels.indexOf(ch) < 0) {
-      const known = channels.length ? channels.map((c) => `relay${c}`).join(', ') : 'none (no board in the stored config)';
-      throw new Error(`setFault: unknown part "${part}"; this rig's parts: ${known}`);
+  /**
+   * Inject (or clear, with null) a fault on a relay ('relay1'..'relayN') or an axis ('x').
+   * `where` is parseFault's text after "@": setFault('x', 'stall', '80') puts an obstruction at 80 mm,
+   * setFault('x', 'missed_steps', '5%') loses 5 % of the steps; relay faults take none. One fault per
+   * part: a new one replaces the old. Throws for an unknown part, fault or WHERE, naming what exists.
+   */
+  setFault(part: string, fault: RelayFault | AxisFault | null, where?: string): void {
+    let r;
+    try {
+      r = resolveFault(this.boardDef, part, fault, where);
+    } catch (e) {
+      throw new Error(`setFault: ${(e as Error).message}`);
     }
-    if (fault !== null && !isRelayFault(fault))
-      throw new Error(`setFault: unknown fault "${String(fault)}" for ${part}; known: ${RELAY_FAULTS.join(', ')} (or null to clear)`);
-    if (fault === null) this.faults.delete(ch);
-    else this.faults.set(ch, fault);
-    this.relays.get(ch)?.setFault(fault);
+    if (r.kind === 'relay') {
+      if (r.fault === null) this.faults.delete(r.ch);
+      else this.faults.set(r.ch, r.fault);
+      this.relays.get(r.ch)?.setFault(r.fault);
+      return;
+    }
+    if (r.spec === null) this.axisFaults.delete(r.axis);
+    else this.axisFaults.set(r.axis, r.spec);
+    this.slides.get(r.axis)?.setFault(r.spec);
   }
 
   /** The network swallows bytes for `ms` (default 1500); new connections fail with -9 meanwhile. */
@@ -195,6 +211,16 @@ export class SimRig extends EventEmitter {
     const r = this.relays.get(ch);
     if (!r) throw new Error(`relay(${ch}): no such channel on this rig`);
     return r.state();
+  }
+
+  /** The physical truth of an axis (true position, driver state, switches), as of the last physics tick. */
+  axis(name: string): AxisState {
+    const s = this.slides.get(name);
+    if (!s) {
+      const known = [...this.slides.keys()];
+      throw new Error(`axis("${name}"): no such axis on this rig; axes: ${known.length ? known.join(', ') : 'none'}`);
+    }
+    return s.state();
   }
 
   /** The pin model (modes, PWM, listeners) for tools that need more than pinLevel. */
@@ -256,6 +282,13 @@ export class SimRig extends EventEmitter {
     if (json === this.boardJson) return;
     for (const r of this.relays.values()) r.dispose();
     this.relays.clear();
+    // The carriages do not move when the board is re-read: their mechanics carry over by axis name.
+    const carried = new Map<string, { p: number; steps: number }>();
+    for (const s of this.slides.values()) {
+      carried.set(s.axis, s.mechanics());
+      s.dispose();
+    }
+    this.slides.clear();
     this.boardJson = json;
     this.boardDef = board;
     if (!board) return;
@@ -264,6 +297,13 @@ export class SimRig extends EventEmitter {
       const f = this.faults.get(def.ch);
       if (f) model.setFault(f);
       this.relays.set(def.ch, model);
+    }
+    for (const def of board.steppers ?? []) {
+      const motion = (what: 'start' | 'stop', axis: string): void => this.safeEmit('motion', what, axis);
+      const model = new SlideModel(def, this.gpio, this.clock, this.slideRng, motion, carried.get(def.axis));
+      const f = this.axisFaults.get(def.axis);
+      if (f) model.setFault(f);
+      this.slides.set(def.axis, model);
     }
   }
 
