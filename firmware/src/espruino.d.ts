@@ -9,6 +9,23 @@ declare function getTime(): number;
 declare function digitalWrite(pin: number, value: number | boolean): void;
 declare function digitalRead(pin: number): number | boolean;
 declare function pinMode(pin: number, mode: 'output' | 'input' | 'input_pullup' | 'input_pulldown'): void;
+/** PWM (on the ESP32: LEDC hardware, 10-bit duty; GPIO25/26 are DAC outputs instead). */
+declare function analogWrite(pin: number, value: number, opts?: { freq?: number }): void;
+/** What a watch callback receives: the new level, and with the `data` option the data pin's level at the edge. */
+interface WatchEvent {
+  state: boolean;
+  time: number;
+  lastTime?: number;
+  data?: boolean;
+}
+interface WatchOptions {
+  repeat?: boolean;
+  edge?: 'rising' | 'falling' | 'both';
+  debounce?: number;
+  data?: number;
+}
+/** Watch id, or undefined when Espruino refused the pin (it only warns). */
+declare function setWatch(fn: (e: WatchEvent) => void, pin: number, opts: WatchOptions): number | undefined;
 
 declare var E: {
   /** 32 random bits from the hardware RNG. */

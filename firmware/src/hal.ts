@@ -20,3 +20,18 @@ export function pinWrite(pin: number, lv: number): void {
 export function pinRead(pin: number): number {
   return digitalRead(pin) ? 1 : 0;
 }
+
+/**
+ * Run (or retune) a 50 % duty pulse train of o.freq Hz on pin. On the ESP32 this is LEDC hardware
+ * PWM: a step train of thousands of Hz that JavaScript could never toggle itself. Repeated calls
+ * on one pin reuse its LEDC timer. pinWrite(pin, 0) ends it (Espruino routes the pad back to GPIO).
+ * The options object is the caller's, reused: nothing is allocated per call.
+ */
+export function pinPwm(pin: number, o: { freq: number }): void {
+  analogWrite(pin, 0.5, o);
+}
+
+/** setWatch; 0 when Espruino refused the pin (on the ESP32 it warns and returns nothing). */
+export function pinWatch(fn: (e: WatchEvent) => void, pin: number, o: WatchOptions): number {
+  return setWatch(fn, pin, o) || 0;
+}
