@@ -1,5 +1,4 @@
-// What an action plugs into the executor with. relay.set is one; stepper.move, stepper.home and
-// stop slot in beside it by name.
+// What an action plugs into the executor with: relay.set, stepper.move, stepper.home and stop.
 import type { BoardDef, DeviceResultState, ErrorCode, Evidence } from '@proofrig/protocol';
 
 /** Report the outcome of the command in ring slot `slot`. Called once per run(). */
@@ -10,8 +9,14 @@ export interface Action {
   n: string;
   /** null when the arguments are valid for this board, else the INVALID_ARGS reason. */
   chk: (p: Record<string, unknown>, b: BoardDef) => string | null;
+  /** null when the axis is ready, else the NOT_HOMED reason. Checked after chk, before busy. */
+  nh?: (p: Record<string, unknown>) => string | null;
   /** null when the actuator is free, else the BUSY reason. Only called with checked arguments. */
   busy: (p: Record<string, unknown>) => string | null;
+  /** What must happen at once, before the ack (stop: step outputs off). Also run when the outbox is full. */
+  pre?: (p: Record<string, unknown>) => void;
   /** Start executing; call done exactly once, now or later. */
   run: (slot: number, p: Record<string, unknown>, done: Done) => void;
+  /** Always executes: a repeated rid runs again (never a replay); with the outbox full, pre still runs. */
+  al?: boolean;
 }

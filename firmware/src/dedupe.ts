@@ -69,6 +69,13 @@ export function ringDone(i: number, json: string): void {
   fin[i] = ++seq;
 }
 
+/** Run slot i's command again (an always-executing action such as stop): running, no result yet. */
+export function ringRerun(i: number): void {
+  st[i] = RUNNING;
+  res[i] = '';
+  pend[i] = false;
+}
+
 /** The host confirmed rid's result: it may now be evicted (it still answers repeats). */
 export function ringAck(r: string): boolean {
   const i = ringFind(r);

@@ -5,24 +5,35 @@ import type {
 } from '@proofrig/protocol';
 import { DEDUPE_RING_SIZE } from '@proofrig/protocol';
 import type { Action } from './action';
-import { DONE, ringAck, ringAdd, ringDone, ringFind, ringResult, ringRid, ringState, ringUnacked } from './dedupe';
+import { DONE, ringAck, ringAdd, ringDone, ringFind, ringRerun, ringResult, ringRid, ringState, ringUnacked } from './dedupe';
 import { RELAY_SET, relayInit, relayState } from './relay';
+import { STEPPER_HOME, STEPPER_MOVE, STOP, stepperInit, stepperState } from './stepper';
 import { nowMs, upMs } from './clock';
 import { linkSend, linkSendJson, linkUp } from './link';
 
-/** Actions by name. Add stepper.move / stepper.home / stop here. */
-const ACTIONS: Action[] = [RELAY_SET];
+/** Actions by name. */
+const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP];
 let B: BoardDef;
-/** When each ring slot's command started executing (ms), for the result's `ms`. */
+/** When each ring slot's command started executing (ms), for the result's `ms`, and its action. */
 const T0: number[] = [];
+const AN: string[] = [];
+
+/** A progress frame for the command in slot (sent only while the link is up; never stored). */
+function prog(slot: number, pct: number, pos: number): void {
+  if (linkUp()) linkSend({ t: 'prog', rid: ringRid(slot), pct: pct, pos: pos });
+}
 
 export function execInit(b: BoardDef): void {
   B = b;
   relayInit(b);
+  stepperInit(b, finish, prog);
 }
 
+/** Relays always; `axes` only on a board with steppers, so relay-only snapshots stay as they were. */
 export function snapshot(): DeviceState {
-  return { up: upMs(), relays: relayState() };
+  const s: DeviceState = { up: upMs(), relays: relayState() };
+  if (B && B.steppers && B.steppers.length) s.axes = stepperState();
+  return s;
 }
 
 function resultJson(rid: string, st: DeviceResultState, ev: Evidence, ver: boolean, ms: number, code?: ErrorCode, msg?: string): string {
@@ -52,20 +63,32 @@ function findAction(a: string): Action | null {
 
 function onCmd(f: CommandFrame): void {
   const rid = f.rid;
+  const a = findAction(f.a);
   let i = ringFind(rid);
   if (i >= 0) {
-    if (ringState(i) === DONE) linkSendJson(ringResult(i));
-    else linkSend({ t: 'ack', rid: rid, st: 'running' });
-    return;
-  }
-  i = ringAdd(rid);
+    // An always-executing action (stop) is never deduplicated away: it runs again and its fresh
+    // result replaces the stored one. Anything else replays, or says it is still running.
+    if (!a || !a.al || AN[i] !== a.n) {
+      if (ringState(i) === DONE) linkSendJson(ringResult(i));
+      else linkSend({ t: 'ack', rid: rid, st: 'running' });
+      return;
+    }
+    ringRerun(i);
+  } else i = ringAdd(rid);
   if (i < 0) {
+    if (a && a.al && a.pre && !a.chk(f.p, B)) {
+      // A stop still halts the axes with the outbox full; there is no slot to verify it from.
+      a.pre(f.p);
+      linkSendJson(resultJson(rid, 'unverified', 'none', false, 0, undefined,
+        'steps switched off, not verified: the outbox is full'));
+      return;
+    }
     linkSendJson(resultJson(rid, 'rejected', 'none', false, 0, 'BUSY',
       'outbox full: all ' + DEDUPE_RING_SIZE + ' result slots are running or await the host\'s rack; nothing was done'));
     return;
   }
   T0[i] = nowMs();
-  const a = findAction(f.a);
+  AN[i] = a ? a.n : '';
   if (!a) {
     const names: string[] = [];
     for (let k = 0; k < ACTIONS.length; k++) names.push(ACTIONS[k].n);
@@ -73,10 +96,13 @@ function onCmd(f: CommandFrame): void {
   }
   let why = a.chk(f.p, B);
   if (why) return reject(i, 'INVALID_ARGS', why);
+  why = a.nh ? a.nh(f.p) : null;
+  if (why) return reject(i, 'NOT_HOMED', why);
   why = a.busy(f.p);
   if (why) return reject(i, 'BUSY', why);
-  linkSend({ t: 'ack', rid: rid, st: 'accepted' });
   try {
+    if (a.pre) a.pre(f.p);
+    linkSend({ t: 'ack', rid: rid, st: 'accepted' });
     a.run(i, f.p, finish);
   } catch (e) {
     if (ringState(i) !== DONE) finish(i, 'failed', 'none', false, 'INTERNAL', a.n + ' threw: ' + e);

@@ -1,0 +1,444 @@
+// stepper.move, stepper.home and stop: step/dir axes whose quadrature encoder is the truth.
+// Steps come from hardware PWM retuned by a 20 ms profile tick; the encoder, the driver FAULT and
+// the home/limit switches are pin watches made once at boot. A move ends only on evidence: the
+// encoder within tolerance (completed), or FAULT, a limit switch, an encoder that never counted or
+// one that counted short (failed). Per-axis state lives in parallel arrays indexed like
+// board.steppers; every callback is made at init, none per command, edge or tick.
+import type { AxisState, BoardDef, ErrorCode, StepperDef, SwitchDef } from '@proofrig/protocol';
+import { checkStepperHomeArgs, checkStepperMoveArgs, checkStopArgs } from '@proofrig/protocol';
+import type { Action, Done } from './action';
+import { pinInput, pinOutput, pinPwm, pinRead, pinWatch, pinWrite } from './hal';
+
+/** Wait after the last step before the encoder is read for the verdict, and a stop's still-check. */
+export const SETTLE_MS = 100;
+/** Profile tick: retunes the step rate and integrates the steps issued. */
+export const TICK_MS = 20;
+/** Shortest gap between two progress frames of one command. */
+export const PROG_MS = 250;
+/** Slowest step rate while moving, so a move always finishes. */
+export const MIN_HZ = 50;
+
+const IDLE = 0;
+const MOVE = 1;
+const HOME = 2;
+/** Steps are done; the encoder verdict is due after SETTLE_MS. */
+const SETTLE = 3;
+
+let AX: StepperDef[] = [];
+let done: Done;
+let prog: (slot: number, pct: number, pos: number) => void;
+
+/** Ring slot of the move/home running on the axis, -1 when none. */
+const SLOT: number[] = [];
+const MODE: number[] = [];
+const HOMED: boolean[] = [];
+/** Encoder count (x2 decoding); written by the encoder watch, so a typed array: no JsVar per edge. */
+let CNT = new Int32Array(0);
+/** Encoder count when the command started. */
+const C0: number[] = [];
+/** +1 towards +mm, -1 towards -mm. */
+const DIR: number[] = [];
+/** Steps to issue (move), or the most steps homing may issue. */
+const NST: number[] = [];
+/** Steps issued so far: step rate × elapsed time, integrated at every tick and at the stop. */
+const SD: number[] = [];
+/** Step rate running now, Hz (0 when the step output is off). */
+const HZ: number[] = [];
+/** Start, last integration and last progress frame, getTime() seconds. */
+const T0: number[] = [];
+const TL: number[] = [];
+const TP: number[] = [];
+/** Cruise speed mm/s. */
+const V: number[] = [];
+/** Target mm (travel.min_mm when homing). */
+const TGT: number[] = [];
+/** Commanded position when SD was last zeroed, mm: cmd = CP + DIR × SD / steps_per_mm. */
+const CP: number[] = [];
+const IV: (TimerId | undefined)[] = [];
+/** analogWrite options, one object per axis, retuned in place. */
+const PO: { freq: number }[] = [];
+const TICK: (() => void)[] = [];
+const SETL: (() => void)[] = [];
+
+/** Stops whose 100 ms still-check is pending: their slots and axis (-1 = all); one shared window. */
+const PS: number[] = [];
+const PA: number[] = [];
+/** Encoder counts when the window (re)started, and which axes a pending stop covers. */
+const SC: number[] = [];
+const SW: boolean[] = [];
+let swT: TimerId | undefined;
+
+function log(s: string): void {
+  console.log('proofrig stepper: ' + s);
+}
+
+function idx(axis: unknown): number {
+  for (let i = 0; i < AX.length; i++) if (AX[i].axis === axis) return i;
+  return -1;
+}
+
+function closed(sw: SwitchDef | undefined): boolean {
+  return !!sw && pinRead(sw.pin) === (sw.active_low ? 0 : 1);
+}
+
+/** Encoder position, mm. */
+function pos(i: number): number {
+  return CNT[i] / AX[i].encoder.counts_per_mm;
+}
+
+function r2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+function f2(x: number): string {
+  return r2(x).toFixed(2);
+}
+
+function enable(i: number, on: boolean): void {
+  const d = AX[i].driver;
+  pinWrite(d.enable_pin, on === d.enable_active_low ? 0 : 1);
+}
+
+function setHz(i: number, hz: number): void {
+  HZ[i] = hz;
+  PO[i].freq = hz;
+  pinPwm(AX[i].driver.step_pin, PO[i]);
+}
+
+/** Step output off at once (first, before any bookkeeping), steps integrated, tick stopped. */
+function halt(i: number): void {
+  pinWrite(AX[i].driver.step_pin, 0);
+  const t = getTime();
+  if (HZ[i]) SD[i] += HZ[i] * (t - TL[i]);
+  TL[i] = t;
+  HZ[i] = 0;
+  if (IV[i] !== undefined) clearInterval(IV[i]);
+  IV[i] = undefined;
+}
+
+/** Report the command on axis i and free the axis. */
+function end(i: number, st: 'completed' | 'failed' | 'cancelled', ev: 'encoder' | 'aux_contact', ver: boolean, code: ErrorCode | undefined, msg: string): void {
+  const slot = SLOT[i];
+  SLOT[i] = -1;
+  MODE[i] = IDLE;
+  done(slot, st, ev, ver, code, msg);
+}
+
+function doing(i: number): string {
+  return MODE[i] === HOME ? 'homing' : 'moving to ' + TGT[i] + ' mm';
+}
+
+/** The end of a move: the encoder decides. */
+function verdict(i: number): void {
+  const s = AX[i];
+  const p = pos(i);
+  const err = Math.abs(p - TGT[i]);
+  const n = CNT[i] - C0[i];
+  if (err <= s.tolerance_mm + 1e-9)
+    return end(i, 'completed', 'encoder', true, undefined, s.axis + ' at ' + f2(p) + ' mm (target ' + TGT[i] + ', tolerance ' + s.tolerance_mm + ')');
+  if (n > -2 && n < 2 && SD[i] >= s.steps_per_mm) {
+    return end(i, 'failed', 'encoder', false, 'NO_FEEDBACK',
+      s.axis + ': encoder counted ' + n + ' while ' + Math.round(SD[i]) + ' steps (' + r2(SD[i] / s.steps_per_mm) +
+      ' mm) were issued; check the encoder wiring; position unknown');
+  }
+  end(i, 'failed', 'encoder', false, 'POSITION_ERROR',
+    s.axis + ' at ' + f2(p) + ' mm, target ' + TGT[i] + ' mm: off by ' + f2(err) + ' mm (tolerance ' + s.tolerance_mm + ')');
+}
+
+function settle(i: number): void {
+  halt(i);
+  MODE[i] = SETTLE;
+  setTimeout(SETL[i], SETTLE_MS);
+}
+
+/** Driver FAULT asserted: during motion the command fails MOTOR_STALL; the driver is disabled. */
+function fault(i: number): void {
+  const m = MODE[i];
+  if (m === MOVE || m === HOME) halt(i);
+  enable(i, false);
+  if (m !== MOVE && m !== HOME) return;
+  const s = AX[i];
+  end(i, 'failed', 'encoder', false, 'MOTOR_STALL',
+    s.axis + ': driver FAULT at ' + f2(pos(i)) + ' mm while ' + doing(i) +
+    '; motion stopped and driver disabled. Look for an obstruction, then home before moving again.');
+}
+
+function homed(i: number, msg: string): void {
+  const s = AX[i];
+  CNT[i] = Math.round(s.travel.min_mm * s.encoder.counts_per_mm);
+  CP[i] = s.travel.min_mm;
+  SD[i] = 0;
+  HOMED[i] = true;
+  end(i, 'completed', 'aux_contact', true, undefined, s.axis + ' homed: switch on GPIO' + s.home.pin + ' ' + msg);
+}
+
+/** A travel switch closed (max: the limit_max switch, else home). */
+function limit(i: number, max: boolean): void {
+  const s = AX[i];
+  const m = MODE[i];
+  if (m === HOME) {
+    if (max) return;
+    halt(i);
+    return homed(i, 'closed');
+  }
+  if (m !== MOVE || (DIR[i] > 0) !== max) return;
+  halt(i);
+  // A target at the end of travel meets its switch there: within tolerance, the encoder decides.
+  if (Math.abs(pos(i) - TGT[i]) <= s.tolerance_mm) return settle(i);
+  hit(i, max, 'closed', 'motion stopped');
+}
+
+function hit(i: number, max: boolean, was: string, did: string): void {
+  const s = AX[i];
+  end(i, 'failed', 'encoder', false, 'LIMIT_HIT',
+    s.axis + ': ' + (max ? 'max limit' : 'home') + ' switch on GPIO' + (max ? (s.limit_max as SwitchDef) : s.home).pin + ' ' + was + ' at ' +
+    f2(pos(i)) + ' mm, target ' + TGT[i] + ' mm; ' + did);
+}
+
+function tick(i: number): void {
+  const s = AX[i];
+  const t = getTime();
+  SD[i] += HZ[i] * (t - TL[i]);
+  TL[i] = t;
+  // The watches act at the edge; this catches an edge Espruino could not watch or dropped.
+  if (closed(s.driver.fault)) return fault(i);
+  if (MODE[i] === HOME ? closed(s.home) : closed(DIR[i] > 0 ? s.limit_max : s.home)) return limit(i, MODE[i] !== HOME && DIR[i] > 0);
+  const rem = NST[i] - SD[i];
+  if (rem < 0.5) {
+    if (MODE[i] === MOVE) return settle(i);
+    halt(i);
+    return end(i, 'failed', 'aux_contact', false, 'NO_FEEDBACK',
+      s.axis + ': home switch on GPIO' + s.home.pin + ' never closed within ' + r2(NST[i] / s.steps_per_mm) + ' mm (encoder moved ' +
+      f2(pos(i) - CP[i]) + ' mm); check the switch wiring');
+  }
+  const spm = s.steps_per_mm;
+  const a = s.accel_mm_s2;
+  // Trapezoid: accelerate with time, cruise, decelerate on the distance left (so a move that
+  // lags never crawls), and never overrun the last steps by more than one tick.
+  let v = Math.min(V[i], a * (t - T0[i]));
+  if (MODE[i] === MOVE) v = Math.min(v, Math.sqrt((2 * a * rem) / spm));
+  let hz = v * spm;
+  if (hz * TICK_MS > rem * 1000) hz = (rem * 1000) / TICK_MS;
+  hz = Math.round(Math.max(MIN_HZ, Math.min(hz, s.driver.max_step_hz)));
+  // Espruino's ESP32 PWM sends exactly 5000 Hz to its shared default timer: keep to this pin's own.
+  if (hz === 5000) hz = 5001;
+  if (hz !== HZ[i]) setHz(i, hz);
+  if (t - TP[i] >= PROG_MS / 1000) {
+    TP[i] = t;
+    const span = TGT[i] - CP[i];
+    const pct = MODE[i] === MOVE && span ? Math.round((100 * (pos(i) - CP[i])) / span) : 0;
+    prog(SLOT[i], Math.max(0, Math.min(100, pct)), r2(pos(i)));
+  }
+}
+
+/** Enable, set DIR, start the step train at MIN_HZ and the profile tick. */
+function start(i: number, dir: number, steps: number, v: number, mode: number): void {
+  const d = AX[i].driver;
+  enable(i, true);
+  pinWrite(d.dir_pin, dir > 0 ? d.dir_positive_level : 1 - d.dir_positive_level);
+  MODE[i] = mode;
+  DIR[i] = dir;
+  NST[i] = steps;
+  SD[i] = 0;
+  V[i] = v;
+  C0[i] = CNT[i];
+  CP[i] = pos(i);
+  T0[i] = TL[i] = TP[i] = getTime();
+  setHz(i, MIN_HZ);
+  IV[i] = setInterval(TICK[i], TICK_MS);
+}
+
+/** FAULT already asserted before a command: nothing moves. */
+function faultFirst(i: number): boolean {
+  const s = AX[i];
+  if (!closed(s.driver.fault)) return false;
+  enable(i, false);
+  end(i, 'failed', 'encoder', false, 'MOTOR_STALL',
+    s.axis + ': driver FAULT (GPIO' + s.driver.fault.pin + ') already asserted at ' + f2(pos(i)) + ' mm; nothing moved, driver disabled. Clear the fault, then home.');
+  return true;
+}
+
+function moveRun(slot: number, p: Record<string, unknown>): void {
+  const i = idx(p.axis);
+  const s = AX[i];
+  const tgt = p.mm as number;
+  SLOT[i] = slot;
+  TGT[i] = tgt;
+  MODE[i] = MOVE;
+  // The encoder is the truth: the move runs from where it says the carriage is.
+  const dist = tgt - pos(i);
+  const steps = Math.round(Math.abs(dist) * s.steps_per_mm);
+  C0[i] = CNT[i];
+  CP[i] = pos(i);
+  SD[i] = 0;
+  if (!steps) return verdict(i);
+  if (faultFirst(i)) return;
+  const dir = dist > 0 ? 1 : -1;
+  const sw = dir > 0 ? s.limit_max : s.home;
+  if (closed(sw)) {
+    if (Math.abs(dist) <= s.tolerance_mm) return verdict(i);
+    return hit(i, dir > 0, 'already closed', 'nothing moved');
+  }
+  start(i, dir, steps, typeof p.speed === 'number' ? p.speed : s.max_speed_mm_s, MOVE);
+}
+
+function homeRun(slot: number, p: Record<string, unknown>): void {
+  const i = idx(p.axis);
+  const s = AX[i];
+  SLOT[i] = slot;
+  TGT[i] = s.travel.min_mm;
+  MODE[i] = HOME;
+  if (closed(s.home)) return homed(i, 'already closed');
+  if (faultFirst(i)) return;
+  start(i, -1, Math.round((s.travel.max_mm - s.travel.min_mm + 10) * s.steps_per_mm), s.home_speed_mm_s, HOME);
+}
+
+function axisBusy(p: Record<string, unknown>): string | null {
+  const i = idx(p.axis);
+  return SLOT[i] >= 0 || SW[i] ? 'axis ' + AX[i].axis + (SW[i] ? ' is being stopped' : ' is executing a command') + '; ask again when that has a result' : null;
+}
+
+function notHomed(p: Record<string, unknown>): string | null {
+  const i = idx(p.axis);
+  return HOMED[i] || SLOT[i] >= 0 ? null : 'home axis ' + AX[i].axis + ' first (stepper.home): not homed since boot, position unknown';
+}
+
+/** The stop window ended: every axis a stop covered must have held still. */
+function stopCheck(): void {
+  swT = undefined;
+  for (let k = 0; k < PS.length; k++) {
+    let ok = '';
+    let bad = '';
+    for (let i = 0; i < AX.length; i++) {
+      if (PA[k] >= 0 && PA[k] !== i) continue;
+      const a = AX[i].axis;
+      if (CNT[i] !== SC[i]) bad += (bad ? '; ' : '') + a + ' still moving ' + SETTLE_MS + ' ms after the stop (' + f2(SC[i] / AX[i].encoder.counts_per_mm) + ' -> ' + f2(pos(i)) + ' mm)';
+      else ok += (ok ? ', ' : '') + a + ' at ' + f2(pos(i)) + ' mm';
+    }
+    if (bad) done(PS[k], 'failed', 'encoder', false, 'NO_FEEDBACK', bad + '; steps are off: something else moves it, or the encoder is noisy');
+    else done(PS[k], 'completed', 'encoder', true, undefined, 'motion stopped: ' + ok);
+  }
+  PS.length = 0;
+  PA.length = 0;
+  for (let i = 0; i < AX.length; i++) SW[i] = false;
+}
+
+function sel(p: Record<string, unknown>): number {
+  return p.axis === undefined ? -1 : idx(p.axis);
+}
+
+/** Before the ack: step output off on the named axis (or all) and the command it ran cancelled. */
+function stopNow(p: Record<string, unknown>): void {
+  const a = sel(p);
+  for (let i = 0; i < AX.length; i++) {
+    if (a >= 0 && a !== i) continue;
+    halt(i);
+    const m = MODE[i];
+    if (m === MOVE || m === HOME) {
+      end(i, 'cancelled', 'encoder', false, 'CANCELLED',
+        AX[i].axis + ' stopped by request at ' + f2(pos(i)) + ' mm (' + (m === HOME ? 'homing' : 'target ' + TGT[i] + ' mm') + ')');
+    }
+  }
+}
+
+/** After the ack: the stopped axes must hold still for SETTLE_MS (one window shared by all stops). */
+function stopRun(slot: number, p: Record<string, unknown>): void {
+  if (!AX.length) return done(slot, 'unverified', 'none', false, undefined, 'no moving actuators on this board; relays keep their state');
+  const a = sel(p);
+  for (let i = 0; i < AX.length; i++) {
+    SC[i] = CNT[i];
+    if (a < 0 || a === i) SW[i] = true;
+  }
+  if (PS.indexOf(slot) < 0) {
+    PS.push(slot);
+    PA.push(a);
+  }
+  if (swT !== undefined) clearTimeout(swT);
+  swT = setTimeout(stopCheck, SETTLE_MS);
+}
+
+export const STEPPER_MOVE: Action = { n: 'stepper.move', chk: checkStepperMoveArgs, nh: notHomed, busy: axisBusy, run: moveRun };
+export const STEPPER_HOME: Action = { n: 'stepper.home', chk: checkStepperHomeArgs, busy: axisBusy, run: homeRun };
+export const STOP: Action = { n: 'stop', chk: checkStopArgs, busy: () => null, pre: stopNow, run: stopRun, al: true };
+
+function inputs(sw: SwitchDef | undefined, fn: () => void, what: string): void {
+  if (!sw) return;
+  pinInput(sw.pin, sw.pull);
+  watchOk(pinWatch(fn, sw.pin, { repeat: true, edge: sw.active_low ? 'falling' : 'rising' }), sw.pin, what, sw.pull);
+}
+
+function watchOk(id: number, pin: number, what: string, pull: string): void {
+  if (!id) log('setWatch refused GPIO' + pin + ' (' + what + ')');
+  // The ESP32 port forces a watched pin to input with pull-up: put the board's pull back.
+  else if (pull !== 'up') pinInput(pin, pull);
+}
+
+function makers(i: number): void {
+  TICK[i] = function () {
+    tick(i);
+  };
+  SETL[i] = function () {
+    MODE[i] = IDLE;
+    verdict(i);
+  };
+  const s = AX[i];
+  const e = s.encoder;
+  // x2 decoding from one watch on A with B sampled at the edge: towards +mm A differs from B
+  // after every A edge. No allocation here: ~750 calls/s at 30 mm/s.
+  pinInput(e.a_pin, e.pull);
+  pinInput(e.b_pin, e.pull);
+  watchOk(pinWatch(function (ev) {
+    CNT[i] += !ev.state !== !ev.data ? 1 : -1;
+  }, e.a_pin, { repeat: true, edge: 'both', data: e.b_pin }), e.a_pin, s.axis + ' encoder A', e.pull);
+  inputs(s.driver.fault, function () {
+    fault(i);
+  }, s.axis + ' driver FAULT');
+  inputs(s.home, function () {
+    limit(i, false);
+  }, s.axis + ' home switch');
+  inputs(s.limit_max, function () {
+    limit(i, true);
+  }, s.axis + ' max limit');
+}
+
+/** Boot: every driver disabled with STEP low, DIR set, inputs and watches made. Not homed. */
+export function stepperInit(b: BoardDef, d: Done, p: (slot: number, pct: number, pos: number) => void): void {
+  AX = b.steppers || [];
+  done = d;
+  prog = p;
+  CNT = new Int32Array(AX.length);
+  for (let i = 0; i < AX.length; i++) {
+    const dr = AX[i].driver;
+    pinOutput(dr.enable_pin, dr.enable_active_low ? 1 : 0);
+    pinOutput(dr.step_pin, 0);
+    pinOutput(dr.dir_pin, dr.dir_positive_level);
+    if (dr.step_pin === 25 || dr.step_pin === 26) log('STEP GPIO' + dr.step_pin + ' is a DAC pin: no PWM steps there');
+    SLOT[i] = -1;
+    MODE[i] = IDLE;
+    HOMED[i] = false;
+    C0[i] = DIR[i] = NST[i] = SD[i] = HZ[i] = T0[i] = TL[i] = TP[i] = V[i] = TGT[i] = CP[i] = SC[i] = 0;
+    SW[i] = false;
+    PO[i] = { freq: MIN_HZ };
+    makers(i);
+  }
+}
+
+/** Axis part of the state snapshot: positions from the encoder and the step integrator, switches live. */
+export function stepperState(): AxisState[] {
+  const o: AxisState[] = [];
+  for (let i = 0; i < AX.length; i++) {
+    const s = AX[i];
+    const sd = SD[i] + (HZ[i] ? HZ[i] * (getTime() - TL[i]) : 0);
+    o.push({
+      axis: s.axis,
+      pos: r2(pos(i)),
+      cmd: r2(CP[i] + (DIR[i] * sd) / s.steps_per_mm),
+      moving: HZ[i] > 0,
+      homed: HOMED[i],
+      fault: closed(s.driver.fault),
+      home: closed(s.home),
+      limit: closed(s.limit_max),
+    });
+  }
+  return o;
+}
