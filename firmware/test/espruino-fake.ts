@@ -1,6 +1,7 @@
 // Test harness: runs the built firmware file (dist/proofrig.js) in a Node vm context with fake
-// Espruino globals — pins, a virtual clock driving every timer, Storage, and a `net` whose one
-// socket is played by the test as the host. Nothing here is bundled into the firmware.
+// Espruino globals — pins, PWM, pin watches, a virtual clock driving every timer, Storage, and a
+// `net` whose one socket is played by the test as the host. Nothing here is bundled into the
+// firmware. There is no physics: the test sets input levels and makes encoder edges itself.
 import { readFileSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import vm from 'node:vm';
@@ -10,6 +11,16 @@ import { OP_CLOSE, OP_PING, OP_TEXT, wsDecode, wsEncode, type WsFrame } from '..
 import { utf8Dec, utf8Enc } from '../src/utf8';
 
 interface Timer { id: number; at: number; fn: () => void; every: number }
+
+export interface FakeWatch {
+  id: number;
+  pin: number;
+  fn: (e: { state: boolean; time: number; lastTime: number; data?: boolean }) => void;
+  edge: string;
+  repeat: boolean;
+  data?: number;
+  last: number;
+}
 
 export interface FakeSocket {
   opts: { host: string; port: number };
@@ -53,6 +64,17 @@ export interface Rig {
   timers(): number;
   /** Wi-Fi connect calls: [ssid, password, virtual time]. */
   wifiCalls: [string, string, number][];
+  /** PWM running on a pin now: analogWrite's duty and frequency; digitalWrite on the pin ends it. */
+  pwm: Record<number, { duty: number; freq: number } | undefined>;
+  /** Pulses a PWM pin has produced so far: frequency × time while it ran (what a driver would count). */
+  pulses(pin: number): number;
+  /** In call order: "dw PIN LEVEL", "aw PIN FREQ", "tx" (the device wrote to its socket). */
+  trace: string[];
+  watches: FakeWatch[];
+  /** Drive an input to a level; on a change, the pin's watches fire (synchronously) as Espruino reports them. */
+  input(pin: number, level: number): void;
+  /** n encoder counts on A (B sampled as `data`): n > 0 counts towards +mm (A ≠ B after each A edge), n < 0 back. */
+  quad(a: number, b: number, n: number): void;
 }
 
 export interface FakeOptions {
@@ -73,6 +95,31 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
   const readbackForced: Record<number, number | undefined> = {};
   const board: BoardDef | undefined = config && config.board;
   const wifiCalls: [string, string, number][] = [];
+  const pwm: Record<number, { duty: number; freq: number } | undefined> = {};
+  /** Pulses counted up to `since` on each PWM pin. */
+  const pulseSum: Record<number, number> = {};
+  const since: Record<number, number> = {};
+  const trace: string[] = [];
+  const watches: FakeWatch[] = [];
+  let watchId = 1;
+  function pwmSettle(p: number): void {
+    const w = pwm[p];
+    if (w) pulseSum[p] = (pulseSum[p] || 0) + (w.freq * (now - since[p])) / 1000;
+    since[p] = now;
+  }
+  function input(p: number, v: number): void {
+    const old = read(p);
+    pins[p] = v ? 1 : 0;
+    if (old === pins[p]) return;
+    for (const w of watches.slice()) {
+      if (w.pin !== p) continue;
+      if ((w.edge === 'rising' && !v) || (w.edge === 'falling' && v)) continue;
+      if (!w.repeat) watches.splice(watches.indexOf(w), 1);
+      const last = w.last;
+      w.last = now / 1000;
+      w.fn({ state: !!v, time: now / 1000, lastTime: last, data: w.data === undefined ? undefined : !!read(w.data) });
+    }
+  }
   const wifi = {
     connect(ssid: string, o: { password: string }, cb: (err: unknown) => void) {
       const outcomes = opts.wifi || [null];
@@ -132,6 +179,7 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
         write(bytes: string) {
           if (s.ended) throw new Error('write after end');
           s.out += bytes;
+          trace.push('tx');
         },
         end() {
           s.ended = true;
@@ -143,8 +191,26 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
     console: { log: (...a: unknown[]) => logs.push(a.join(' ')) },
     getTime: () => now / 1000,
     digitalWrite: (p: number, v: number | boolean) => {
+      pwmSettle(p);
+      pwm[p] = undefined;
       pins[p] = v ? 1 : 0;
       writes.push([p, pins[p]]);
+      trace.push('dw ' + p + ' ' + pins[p]);
+    },
+    analogWrite: (p: number, duty: number, o?: { freq?: number }) => {
+      pwmSettle(p);
+      const freq = o && o.freq ? o.freq : 5000;
+      pwm[p] = { duty, freq };
+      trace.push('aw ' + p + ' ' + freq);
+    },
+    setWatch: (fn: FakeWatch['fn'], p: number, o: { repeat?: boolean; edge?: string; data?: number }) => {
+      const w: FakeWatch = { id: watchId++, pin: p, fn, edge: o.edge || 'both', repeat: !!o.repeat, data: o.data, last: now / 1000 };
+      watches.push(w);
+      return w.id;
+    },
+    clearWatch: (id: number) => {
+      const k = watches.findIndex((w) => w.id === id);
+      if (k >= 0) watches.splice(k, 1);
     },
     digitalRead: read,
     pinMode: (p: number, m: string) => {
@@ -178,6 +244,22 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
     readbackForced,
     timers: () => timers.length,
     wifiCalls,
+    pwm,
+    trace,
+    watches,
+    input,
+    pulses(p) {
+      pwmSettle(p);
+      return pulseSum[p] || 0;
+    },
+    quad(a, b, n) {
+      for (let k = 0; k < Math.abs(n); k++) {
+        // Quadrature: just before an A edge towards +mm, B equals A; towards -mm it differs.
+        const A = read(a);
+        pins[b] = n > 0 ? A : A ^ 1;
+        input(a, A ^ 1);
+      }
+    },
     open: () => sockets.filter((s) => !s.ended),
     accept() {
       const s = sockets[sockets.length - 1];
