@@ -202,15 +202,19 @@ describe('firmware relay.set', () => {
     const writes = rig.writes.length;
     rig.send(s, relaySet('bad', 7, true));
     rig.send(s, { t: 'cmd', rid: 'bad2', a: 'relay.set', p: { ch: 1, on: 'yes' } });
-    rig.send(s, { t: 'cmd', rid: 'step', a: 'stepper.move', p: { mm: 5 } });
+    rig.send(s, { t: 'cmd', rid: 'step', a: 'stepper.move', p: { axis: 'x', mm: 5 } });
+    rig.send(s, { t: 'cmd', rid: 'valve', a: 'valve.open', p: {} });
     const fs = recv(rig, s);
     expect(fs.map((f) => [f.t, f.rid, f.st, f.code])).toEqual([
       ['res', 'bad', 'rejected', 'INVALID_ARGS'],
       ['res', 'bad2', 'rejected', 'INVALID_ARGS'],
-      ['res', 'step', 'rejected', 'UNKNOWN_ACTION'],
+      ['res', 'step', 'rejected', 'INVALID_ARGS'],
+      ['res', 'valve', 'rejected', 'UNKNOWN_ACTION'],
     ]);
     expect(fs[0].msg).toBe('ch 7 does not exist on relay-rig-4ch; valid channels: 1, 2, 3, 4');
     expect(fs[1].msg).toBe('on must be true or false');
+    expect(fs[2].msg).toBe('axis x does not exist on relay-rig-4ch; axes: none');
+    expect(fs[3].msg).toBe('this device does not implement "valve.open"; it implements relay.set, stepper.move, stepper.home, stop');
     expect(rig.writes.length).toBe(writes);
   });
 

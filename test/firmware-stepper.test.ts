@@ -1,0 +1,611 @@
+// The built firmware driving the stepper axis of boards/stepper-rig.json, in the vm fake with a
+// scripted host. The fake has no physics: each test decides what the encoder, FAULT and switches
+// do (the `Slide` helper below turns the pulses issued into encoder counts at a chosen ratio) and
+// checks what the firmware decides from them.
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { build } from 'tsup';
+import type { BoardDef, RigConfig } from '@proofrig/protocol';
+import { moveDurationS, parseToHost } from '@proofrig/protocol';
+import { loadFirmware, type FakeSocket, type Rig } from '../firmware/test/espruino-fake';
+import { MIN_HZ, PROG_MS, SETTLE_MS, TICK_MS } from '../firmware/src/stepper';
+
+const root = resolve(__dirname, '..');
+const board = JSON.parse(readFileSync(join(root, 'boards/stepper-rig.json'), 'utf8')) as BoardDef;
+const relayBoard = JSON.parse(readFileSync(join(root, 'boards/relay-rig-4ch.json'), 'utf8')) as BoardDef;
+const X = board.steppers![0];
+const STEP = X.driver.step_pin;
+const DIR = X.driver.dir_pin;
+const EN = X.driver.enable_pin;
+const FAULT = X.driver.fault.pin;
+const A = X.encoder.a_pin;
+const B = X.encoder.b_pin;
+const HOME = X.home.pin;
+const LIMIT = X.limit_max!.pin;
+const CPM = X.encoder.counts_per_mm;
+const SPM = X.steps_per_mm;
+const config = (b: BoardDef): RigConfig => ({ dev: 'slide-1', secret: '5e'.repeat(32), host: 'ws://10.0.0.2:8787/device', board: b });
+let file = '';
+
+beforeAll(async () => {
+  const out = mkdtempSync(join(tmpdir(), 'proofrig-fw-'));
+  await build({ config: join(root, 'firmware/tsup.config.ts'), outDir: out, clean: false, silent: true });
+  file = join(out, 'proofrig.js');
+}, 60000);
+
+/** Every frame the device sends must pass the host's validator. */
+function recv(rig: Rig, s: FakeSocket): Record<string, any>[] {
+  const fs = rig.recv(s);
+  for (const f of fs) expect(parseToHost(JSON.stringify(f)).ok, JSON.stringify(f)).toBe(true);
+  return fs;
+}
+
+/**
+ * The test's stand-in for the mechanics: after every slice of time, the carriage moves by the
+ * pulses issued since (towards the DIR level's side) × ratio, and the encoder reports it.
+ * ratio 1 = follows, 0 = encoder dead, 0.5 = slipping.
+ */
+class Slide {
+  mm = 0;
+  count = 0;
+  ratio = 1;
+  private last = 0;
+  constructor(private rig: Rig) {}
+  sync(): void {
+    const p = this.rig.pulses(STEP);
+    const d = p - this.last;
+    this.last = p;
+    this.mm += ((d / SPM) * (this.rig.pins[DIR] === X.driver.dir_positive_level ? 1 : -1)) * this.ratio;
+    const want = Math.round(this.mm * CPM);
+    this.rig.quad(A, B, want - this.count);
+    this.count = want;
+  }
+  /** Advance ms of virtual time in 5 ms slices, the encoder following. */
+  run(ms: number): void {
+    for (let t = 0; t < ms; t += 5) {
+      this.rig.advance(Math.min(5, ms - t));
+      this.sync();
+    }
+  }
+  /** Run until the carriage reaches mm (moving either way) or ms pass. */
+  until(mm: number, ms = 20000): void {
+    const start = this.mm;
+    for (let t = 0; t < ms; t += 5) {
+      if ((start <= mm && this.mm >= mm) || (start > mm && this.mm <= mm)) return;
+      this.run(5);
+    }
+  }
+  /** The homing/home reference: the encoder count is now 0 here. */
+  zero(): void {
+    this.mm = 0;
+    this.count = 0;
+  }
+}
+
+function boot(b: BoardDef = board) {
+  const rig = loadFirmware(config(b), file);
+  const { s } = rig.connectUp(60000);
+  rig.input(FAULT, 1);
+  rig.input(HOME, 1);
+  rig.input(LIMIT, 1);
+  return { rig, s, slide: new Slide(rig) };
+}
+
+const move = (rid: string, mm: number, speed?: number) => ({ t: 'cmd', rid, a: 'stepper.move', p: speed === undefined ? { axis: 'x', mm } : { axis: 'x', mm, speed } });
+const home = (rid: string) => ({ t: 'cmd', rid, a: 'stepper.home', p: { axis: 'x' } });
+const stop = (rid: string, axis?: string) => ({ t: 'cmd', rid, a: 'stop', p: axis ? { axis } : {} });
+const results = (fs: Record<string, any>[]) => fs.filter((f) => f.t === 'res');
+
+/** Boot and home: the carriage starts 5 mm from the switch, homing runs until the switch closes. */
+function homed() {
+  const b = boot();
+  b.rig.send(b.s, home('h1'));
+  b.slide.mm = 5;
+  b.slide.until(0);
+  b.rig.input(HOME, 0);
+  b.slide.zero();
+  const fs = recv(b.rig, b.s);
+  expect(results(fs)[0]).toMatchObject({ rid: 'h1', st: 'completed' });
+  b.rig.input(HOME, 1);
+  b.slide.sync();
+  return b;
+}
+
+/** Run the slide until the result of rid arrives (or ms pass); every frame seen is returned. */
+function runTo(b: ReturnType<typeof boot>, rid: string, ms = 15000): Record<string, any>[] {
+  const seen: Record<string, any>[] = [];
+  for (let t = 0; t < ms; t += 5) {
+    b.slide.run(5);
+    seen.push(...recv(b.rig, b.s));
+    if (seen.some((f) => f.t === 'res' && f.rid === rid)) break;
+  }
+  return seen;
+}
+
+describe('firmware stepper: boot', () => {
+  it('boots with the driver disabled, STEP low, inputs pulled as the board says and one watch per input', () => {
+    const { rig } = boot();
+    expect(rig.pins[EN]).toBe(1);
+    expect(rig.pins[STEP]).toBe(0);
+    expect(rig.pwm[STEP]).toBeUndefined();
+    expect(rig.modes[EN]).toBe('output');
+    expect(rig.modes[STEP]).toBe('output');
+    // Never enabled during boot (active-low enable never written 0).
+    expect(rig.writes.some(([p, v]) => p === EN && v === 0)).toBe(false);
+    for (const p of [A, B, FAULT, HOME, LIMIT]) expect(rig.modes[p], 'GPIO' + p).toBe('input_pullup');
+    const w = rig.watches.map((x) => [x.pin, x.edge, x.repeat, x.data]);
+    expect(w).toEqual([
+      [A, 'both', true, B],
+      [FAULT, 'falling', true, undefined],
+      [HOME, 'falling', true, undefined],
+      [LIMIT, 'falling', true, undefined],
+    ]);
+  });
+
+  it('reports the axis in every snapshot, not homed; relay-only boards have no axes at all', () => {
+    const { rig, s } = boot();
+    rig.send(s, { t: 'q', q: 'q1' });
+    const [st] = recv(rig, s);
+    expect(st.s.axes).toEqual([{ axis: 'x', pos: 0, cmd: 0, moving: false, homed: false, fault: false, home: false, limit: false }]);
+    rig.input(FAULT, 0);
+    rig.input(HOME, 0);
+    rig.send(s, { t: 'q', q: 'q2' });
+    expect(recv(rig, s)[0].s.axes[0]).toMatchObject({ fault: true, home: true, limit: false });
+    const r = boot(relayBoard);
+    r.rig.send(r.s, { t: 'q', q: 'q3' });
+    expect(Object.keys(recv(r.rig, r.s)[0].s)).toEqual(['up', 'relays']);
+  });
+
+  it('counts the encoder x2 from A edges with B as data: A differs from B after an edge towards +mm', () => {
+    const { rig, s } = boot();
+    rig.quad(A, B, 50);
+    rig.quad(A, B, -3);
+    rig.send(s, { t: 'q', q: 'q' });
+    expect(recv(rig, s)[0].s.axes[0].pos).toBe(1.88);
+  });
+});
+
+describe('firmware stepper: stepper.home', () => {
+  it('moves towards -mm at home speed and, on the switch edge, stops at once, zeroes and completes on aux_contact', () => {
+    const { rig, s, slide } = boot();
+    rig.send(s, home('h1'));
+    expect(recv(rig, s)).toEqual([{ t: 'ack', rid: 'h1', st: 'accepted' }]);
+    expect(rig.pins[EN]).toBe(0);
+    expect(rig.pins[DIR]).toBe(1 - X.driver.dir_positive_level);
+    expect(rig.pwm[STEP]).toEqual({ duty: 0.5, freq: MIN_HZ });
+    slide.mm = 40;
+    slide.run(1000);
+    expect(rig.pwm[STEP]!.freq).toBe(X.home_speed_mm_s * SPM);
+    slide.until(37.5);
+    rig.input(HOME, 0);
+    // The step output went low inside the switch's watch, before the result was sent.
+    const tail = rig.trace.slice(rig.trace.lastIndexOf('dw ' + STEP + ' 0'));
+    expect(tail[0]).toBe('dw ' + STEP + ' 0');
+    expect(tail).toContain('tx');
+    expect(rig.pwm[STEP]).toBeUndefined();
+    const [res] = results(recv(rig, s));
+    expect(res).toMatchObject({ t: 'res', rid: 'h1', st: 'completed', ev: 'aux_contact', ver: true, msg: 'x homed: switch on GPIO4 closed' });
+    expect(res.s.axes[0]).toMatchObject({ pos: 0, cmd: 0, moving: false, homed: true, home: true });
+    // Holding torque: the driver stays enabled.
+    expect(rig.pins[EN]).toBe(0);
+  });
+
+  it('with the switch already closed zeroes at once without a step', () => {
+    const { rig, s } = boot();
+    rig.quad(A, B, 17);
+    rig.input(HOME, 0);
+    rig.send(s, home('h1'));
+    const fs = recv(rig, s);
+    expect(fs[1]).toMatchObject({ rid: 'h1', st: 'completed', ev: 'aux_contact', msg: 'x homed: switch on GPIO4 already closed' });
+    expect(fs[1].s.axes[0]).toMatchObject({ pos: 0, homed: true });
+    expect(rig.trace.some((t) => t.startsWith('aw '))).toBe(false);
+  });
+
+  it('fails NO_FEEDBACK when the switch never closes within travel + 10 mm', () => {
+    const { rig, s, slide } = boot();
+    rig.send(s, home('h1'));
+    const fs = runTo({ rig, s, slide }, 'h1', 25000);
+    const res = results(fs)[0];
+    expect(res).toMatchObject({ st: 'failed', code: 'NO_FEEDBACK', ver: false });
+    expect(res.msg).toMatch(/^x: home switch on GPIO4 never closed within 210 mm \(encoder moved -2(09|10)\.\d\d mm\)/);
+    expect(rig.pwm[STEP]).toBeUndefined();
+    expect(res.s.axes[0].homed).toBe(false);
+    // About 210 mm at 10 mm/s.
+    expect(rig.now()).toBeGreaterThan(20900);
+    expect(rig.now()).toBeLessThan(21300);
+  });
+});
+
+describe('firmware stepper: stepper.move', () => {
+  it('is rejected NOT_HOMED before the first homing since boot, without touching a pin', () => {
+    const { rig, s } = boot();
+    const n = rig.trace.length;
+    rig.send(s, move('m1', 150));
+    const [res] = recv(rig, s);
+    expect(res).toMatchObject({ rid: 'm1', st: 'rejected', code: 'NOT_HOMED', ev: 'none', ver: false });
+    expect(res.msg).toMatch(/^home axis x first \(stepper\.home\)/);
+    expect(rig.trace.slice(n).filter((t) => t !== 'tx')).toEqual([]);
+  });
+
+  it('rejects a target outside travel or a speed above the limit INVALID_ARGS with no step pin activity', () => {
+    const b = homed();
+    const n = b.rig.trace.length;
+    b.rig.send(b.s, move('m1', 200.5));
+    b.rig.send(b.s, move('m2', -1));
+    b.rig.send(b.s, move('m3', 10, 31));
+    b.rig.send(b.s, { t: 'cmd', rid: 'm4', a: 'stepper.move', p: { axis: 'y', mm: 10 } });
+    const fs = recv(b.rig, b.s);
+    expect(fs.map((f) => [f.rid, f.st, f.code])).toEqual([
+      ['m1', 'rejected', 'INVALID_ARGS'],
+      ['m2', 'rejected', 'INVALID_ARGS'],
+      ['m3', 'rejected', 'INVALID_ARGS'],
+      ['m4', 'rejected', 'INVALID_ARGS'],
+    ]);
+    expect(fs[0].msg).toBe('target 200.5 mm is outside the travel of axis x: 0..200 mm');
+    expect(b.rig.trace.slice(n).filter((t) => t !== 'tx')).toEqual([]);
+    b.rig.advance(1000);
+    expect(b.rig.trace.slice(n).filter((t) => t !== 'tx')).toEqual([]);
+  });
+
+  it('runs a trapezoid to the target and completes only when the encoder is within tolerance', () => {
+    const b = homed();
+    const t0 = b.rig.now();
+    const p0 = b.rig.pulses(STEP);
+    const n = b.rig.trace.length;
+    b.rig.send(b.s, move('m1', 150));
+    const fs = runTo(b, 'm1');
+    expect(fs[0]).toEqual({ t: 'ack', rid: 'm1', st: 'accepted' });
+    const res = results(fs)[0];
+    expect(res).toMatchObject({ rid: 'm1', st: 'completed', ev: 'encoder', ver: true, msg: 'x at 150.00 mm (target 150, tolerance 0.2)' });
+    expect(res.s.axes[0]).toMatchObject({ pos: 150, moving: false, homed: true });
+    expect(Math.abs(res.s.axes[0].cmd - 150)).toBeLessThan(0.05);
+    // Same duration as the profile the host plans with, plus the settle wait and tick rounding.
+    const took = b.rig.now() - t0;
+    const plan = moveDurationS(150, X.max_speed_mm_s, X.accel_mm_s2) * 1000 + SETTLE_MS;
+    expect(took).toBeGreaterThanOrEqual(plan - 20);
+    expect(took).toBeLessThan(plan + 120);
+    // Cruise at max speed, never above; never below MIN_HZ; steps off before the settle wait.
+    const freqs = b.rig.trace.slice(n).filter((t) => t.startsWith('aw ' + STEP)).map((t) => Number(t.split(' ')[2]));
+    expect(Math.max(...freqs)).toBe(X.max_speed_mm_s * SPM);
+    expect(Math.min(...freqs)).toBe(MIN_HZ);
+    expect(b.rig.pwm[STEP]).toBeUndefined();
+    expect(Math.abs(b.rig.pulses(STEP) - p0 - 150 * SPM)).toBeLessThan(5);
+    // Driver kept enabled for holding torque.
+    expect(b.rig.pins[EN]).toBe(0);
+  });
+
+  it('sends progress at most every 250 ms with the encoder position and a rising percentage', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 100));
+    const stamps: [number, Record<string, any>][] = [];
+    for (let t = 0; t < 6000; t += 5) {
+      b.slide.run(5);
+      for (const f of recv(b.rig, b.s)) if (f.t === 'prog') stamps.push([b.rig.now(), f]);
+    }
+    expect(stamps.length).toBeGreaterThan(10);
+    for (let k = 1; k < stamps.length; k++) {
+      expect(stamps[k][0] - stamps[k - 1][0]).toBeGreaterThanOrEqual(PROG_MS);
+      expect(stamps[k][1].pct).toBeGreaterThanOrEqual(stamps[k - 1][1].pct);
+      expect(stamps[k][1].pos).toBeGreaterThan(stamps[k - 1][1].pos);
+    }
+    for (const [, f] of stamps) {
+      expect(Object.keys(f).sort()).toEqual(['pct', 'pos', 'rid', 't']);
+      expect(Number.isInteger(f.pct)).toBe(true);
+      expect(f.pos).toBe(Math.round(f.pos * 100) / 100);
+      expect(Math.abs(f.pct - f.pos)).toBeLessThanOrEqual(1);
+    }
+  });
+
+  it('stops the steps at once on a driver FAULT edge and fails MOTOR_STALL with the measured position', () => {
+    // Seed 002: told to go to 150 mm, the slide jams at ~70 mm with FAULT lit. Never "success".
+    const b = homed();
+    b.rig.send(b.s, move('m1', 150));
+    recv(b.rig, b.s);
+    b.slide.until(70);
+    const at = (b.slide.count / CPM).toFixed(2);
+    expect(Number(at)).toBeCloseTo(70, 0);
+    const n = b.rig.trace.length;
+    b.rig.input(FAULT, 0);
+    const after = b.rig.trace.slice(n);
+    expect(after[0]).toBe('dw ' + STEP + ' 0');
+    expect(after.indexOf('dw ' + EN + ' 1')).toBeGreaterThan(0);
+    expect(after.indexOf('tx')).toBeGreaterThan(after.indexOf('dw ' + STEP + ' 0'));
+    const [res] = results(recv(b.rig, b.s));
+    expect(res).toMatchObject({ rid: 'm1', st: 'failed', code: 'MOTOR_STALL', ev: 'encoder', ver: false });
+    expect(res.msg).toBe(
+      'x: driver FAULT at ' + at + ' mm while moving to 150 mm; motion stopped and driver disabled. Look for an obstruction, then home before moving again.',
+    );
+    expect(res.s.axes[0]).toMatchObject({ pos: Number(at), moving: false, fault: true });
+    const p = b.rig.pulses(STEP);
+    b.rig.advance(1000);
+    expect(b.rig.pulses(STEP)).toBe(p);
+    expect(recv(b.rig, b.s)).toEqual([]);
+  });
+
+  it('with FAULT already asserted fails MOTOR_STALL without a step', () => {
+    const b = homed();
+    b.rig.input(FAULT, 0);
+    const n = b.rig.trace.length;
+    b.rig.send(b.s, move('m1', 50));
+    const res = results(recv(b.rig, b.s))[0];
+    expect(res).toMatchObject({ st: 'failed', code: 'MOTOR_STALL', ev: 'encoder', ver: false });
+    expect(res.msg).toMatch(/^x: driver FAULT \(GPIO25\) already asserted at 0\.00 mm; nothing moved/);
+    expect(b.rig.trace.slice(n).some((t) => t.startsWith('aw '))).toBe(false);
+    expect(b.rig.pins[EN]).toBe(1);
+  });
+
+  it('fails NO_FEEDBACK when the encoder does not count while the steps are issued', () => {
+    const b = homed();
+    b.slide.ratio = 0;
+    b.rig.send(b.s, move('m1', 15));
+    const res = results(runTo(b, 'm1'))[0];
+    expect(res).toMatchObject({ st: 'failed', code: 'NO_FEEDBACK', ev: 'encoder', ver: false });
+    expect(res.msg).toBe('x: encoder counted 0 while 3000 steps (15 mm) were issued; check the encoder wiring; position unknown');
+  });
+
+  it('fails POSITION_ERROR when the encoder counts short of the target', () => {
+    const b = homed();
+    b.slide.ratio = 0.5;
+    b.rig.send(b.s, move('m1', 40));
+    const res = results(runTo(b, 'm1'))[0];
+    expect(res).toMatchObject({ st: 'failed', code: 'POSITION_ERROR', ev: 'encoder', ver: false });
+    expect(res.msg).toBe('x at 20.00 mm, target 40 mm: off by 20.00 mm (tolerance 0.2)');
+    expect(res.s.axes[0]).toMatchObject({ pos: 20 });
+    expect(Math.abs(res.s.axes[0].cmd - 40)).toBeLessThan(0.05);
+  });
+
+  it('starts from the encoder position: a second move steps only the difference, and a zero move completes at once', () => {
+    const b = homed();
+    b.slide.mm = 10.2;
+    b.slide.sync();
+    b.rig.send(b.s, move('m1', 10));
+    const p0 = b.rig.pulses(STEP);
+    const res = results(runTo(b, 'm1'))[0];
+    expect(res).toMatchObject({ st: 'completed', msg: 'x at 10.00 mm (target 10, tolerance 0.2)' });
+    expect(Math.round(b.rig.pulses(STEP) - p0)).toBe(40);
+    expect(b.rig.pins[DIR]).toBe(1 - X.driver.dir_positive_level);
+    const n = b.rig.trace.length;
+    b.rig.send(b.s, move('m2', 10));
+    const fs = recv(b.rig, b.s);
+    expect(fs[1]).toMatchObject({ rid: 'm2', st: 'completed', ev: 'encoder', ver: true, ms: 0 });
+    expect(b.rig.trace.slice(n).filter((t) => t !== 'tx')).toEqual([]);
+  });
+
+  it('refuses a second command on a moving axis BUSY, and answers a repeat of the running one ack running', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 100));
+    b.slide.run(300);
+    b.rig.send(b.s, move('m2', 20));
+    b.rig.send(b.s, home('h2'));
+    b.rig.send(b.s, move('m1', 100));
+    const fs = recv(b.rig, b.s).filter((f) => f.t !== 'prog');
+    expect(fs.map((f) => [f.t, f.rid, f.st, f.code])).toEqual([
+      ['ack', 'm1', 'accepted', undefined],
+      ['res', 'm2', 'rejected', 'BUSY'],
+      ['res', 'h2', 'rejected', 'BUSY'],
+      ['ack', 'm1', 'running', undefined],
+    ]);
+    expect(fs[1].msg).toBe('axis x is executing a command; ask again when that has a result');
+    expect(results(runTo(b, 'm1'))[0]).toMatchObject({ rid: 'm1', st: 'completed' });
+  });
+
+  it('a repeated move rid after the result replays it and never restarts the PWM', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 30));
+    const first = results(runTo(b, 'm1'))[0];
+    const n = b.rig.trace.length;
+    b.slide.mm = 12;
+    b.slide.sync();
+    b.rig.send(b.s, move('m1', 30));
+    b.slide.run(1000);
+    expect(recv(b.rig, b.s)).toEqual([first]);
+    expect(b.rig.trace.slice(n).filter((t) => t !== 'tx')).toEqual([]);
+  });
+
+  it('fails LIMIT_HIT when the max limit closes on the way up, stopping at once', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 200));
+    recv(b.rig, b.s);
+    b.slide.until(120);
+    const n = b.rig.trace.length;
+    b.rig.input(LIMIT, 0);
+    expect(b.rig.trace[n]).toBe('dw ' + STEP + ' 0');
+    const [res] = results(recv(b.rig, b.s));
+    expect(res).toMatchObject({ rid: 'm1', st: 'failed', code: 'LIMIT_HIT', ev: 'encoder', ver: false });
+    expect(res.msg).toBe('x: max limit switch on GPIO16 closed at ' + (b.slide.count / CPM).toFixed(2) + ' mm, target 200 mm; motion stopped');
+    expect(res.s.axes[0]).toMatchObject({ limit: true, moving: false });
+  });
+
+  it('fails LIMIT_HIT when the home switch closes on the way down, and the limit of the other side is ignored', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 50));
+    runTo(b, 'm1');
+    b.rig.send(b.s, move('m2', 5));
+    recv(b.rig, b.s);
+    b.slide.until(45);
+    b.rig.input(LIMIT, 0);
+    b.rig.input(LIMIT, 1);
+    b.slide.until(30);
+    b.rig.input(HOME, 0);
+    const [res] = recv(b.rig, b.s).filter((f) => f.t === 'res');
+    expect(res).toMatchObject({ rid: 'm2', st: 'failed', code: 'LIMIT_HIT' });
+    expect(res.msg).toBe('x: home switch on GPIO4 closed at ' + (b.slide.count / CPM).toFixed(2) + ' mm, target 5 mm; motion stopped');
+  });
+
+  it('a move starting with the switch of its direction closed fails LIMIT_HIT without a step', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 50));
+    runTo(b, 'm1');
+    b.rig.input(LIMIT, 0);
+    const n = b.rig.trace.length;
+    b.rig.send(b.s, move('m2', 60));
+    const res = results(recv(b.rig, b.s))[0];
+    expect(res).toMatchObject({ st: 'failed', code: 'LIMIT_HIT', msg: 'x: max limit switch on GPIO16 already closed at 50.00 mm, target 60 mm; nothing moved' });
+    expect(b.rig.trace.slice(n).some((t) => t.startsWith('aw '))).toBe(false);
+    // Moving away from the closed switch is allowed.
+    b.rig.send(b.s, move('m3', 40));
+    expect(results(runTo(b, 'm3'))[0]).toMatchObject({ st: 'completed' });
+  });
+
+  it('a target at the end of travel may meet its switch there: within tolerance the encoder decides', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 200));
+    recv(b.rig, b.s);
+    b.slide.until(199.9);
+    b.rig.input(LIMIT, 0);
+    const fs = runTo(b, 'm1', 500);
+    expect(results(fs)[0]).toMatchObject({ st: 'completed', ev: 'encoder', ver: true, msg: expect.stringMatching(/^x at 199\.9\d mm \(target 200, tolerance 0\.2\)$/) });
+  });
+
+  it('catches a FAULT whose edge was never reported at the next profile tick', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 100));
+    recv(b.rig, b.s);
+    b.slide.until(30);
+    b.rig.pins[FAULT] = 0; // no watch fires
+    b.rig.advance(TICK_MS);
+    const res = results(recv(b.rig, b.s))[0];
+    expect(res).toMatchObject({ st: 'failed', code: 'MOTOR_STALL' });
+    expect(b.rig.pwm[STEP]).toBeUndefined();
+  });
+});
+
+describe('firmware stepper: stop', () => {
+  it('cancels a running move at once, then completes after the encoder held still for 100 ms', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 150));
+    b.slide.until(43.2);
+    recv(b.rig, b.s);
+    const n = b.rig.trace.length;
+    b.rig.send(b.s, stop('s1'));
+    expect(b.rig.trace[n]).toBe('dw ' + STEP + ' 0');
+    const fs = recv(b.rig, b.s);
+    expect(fs.map((f) => [f.t, f.rid, f.st])).toEqual([
+      ['res', 'm1', 'cancelled'],
+      ['ack', 's1', 'accepted'],
+    ]);
+    const at = (b.slide.count / CPM).toFixed(2);
+    expect(fs[0]).toMatchObject({ code: 'CANCELLED', ev: 'encoder', ver: false, msg: 'x stopped by request at ' + at + ' mm (target 150 mm)' });
+    b.slide.run(SETTLE_MS - 5);
+    expect(recv(b.rig, b.s)).toEqual([]);
+    b.slide.run(5);
+    const [res] = recv(b.rig, b.s);
+    expect(res).toMatchObject({ rid: 's1', st: 'completed', ev: 'encoder', ver: true, msg: 'motion stopped: x at ' + at + ' mm' });
+    expect(res.s.axes[0]).toMatchObject({ moving: false, pos: Number(at) });
+    // Holding torque stays on.
+    expect(b.rig.pins[EN]).toBe(0);
+  });
+
+  it('a stop with a repeated rid is never deduplicated away: it stops again and sends a fresh result', () => {
+    const b = homed();
+    b.rig.send(b.s, stop('s1'));
+    b.slide.run(SETTLE_MS);
+    const first = results(recv(b.rig, b.s))[0];
+    expect(first).toMatchObject({ rid: 's1', st: 'completed' });
+    b.rig.send(b.s, move('m1', 80));
+    b.slide.until(20);
+    recv(b.rig, b.s);
+    b.rig.send(b.s, stop('s1'));
+    expect(b.rig.pwm[STEP]).toBeUndefined();
+    const fs = recv(b.rig, b.s);
+    expect(fs.map((f) => [f.t, f.rid, f.st])).toEqual([
+      ['res', 'm1', 'cancelled'],
+      ['ack', 's1', 'accepted'],
+    ]);
+    b.slide.run(SETTLE_MS);
+    const [again] = recv(b.rig, b.s);
+    expect(again).toMatchObject({ rid: 's1', st: 'completed', msg: 'motion stopped: x at ' + (b.slide.count / CPM).toFixed(2) + ' mm' });
+    expect(again).not.toEqual(first);
+    // The ring keeps the latest: a query replays it.
+    b.rig.send(b.s, { t: 'q', q: 'q1', rid: 's1' });
+    expect(recv(b.rig, b.s)[1]).toEqual(again);
+  });
+
+  it('a repeated stop rid while its check is running is not refused either', () => {
+    const b = homed();
+    b.rig.send(b.s, stop('s1'));
+    b.slide.run(50);
+    b.rig.send(b.s, stop('s1', 'x'));
+    b.slide.run(SETTLE_MS);
+    const fs = recv(b.rig, b.s);
+    expect(fs.map((f) => [f.t, f.rid, f.st])).toEqual([
+      ['ack', 's1', 'accepted'],
+      ['ack', 's1', 'accepted'],
+      ['res', 's1', 'completed'],
+    ]);
+  });
+
+  it('stops a homing run (cancelled, still not homed) and a move arriving during the stop check is BUSY', () => {
+    const { rig, s, slide } = boot();
+    rig.send(s, home('h1'));
+    slide.mm = 50;
+    slide.run(500);
+    rig.send(s, stop('s1', 'x'));
+    rig.send(s, home('h2'));
+    const fs = recv(rig, s);
+    expect(fs.find((f) => f.rid === 'h1' && f.t === 'res')).toMatchObject({ st: 'cancelled', code: 'CANCELLED', msg: expect.stringMatching(/^x stopped by request at -?\d+\.\d\d mm \(homing\)$/) });
+    expect(fs.find((f) => f.rid === 'h2')).toMatchObject({ st: 'rejected', code: 'BUSY', msg: 'axis x is being stopped; ask again when that has a result' });
+    slide.run(SETTLE_MS);
+    const [res] = recv(rig, s);
+    expect(res).toMatchObject({ rid: 's1', st: 'completed' });
+    expect(res.s.axes[0].homed).toBe(false);
+  });
+
+  it('fails NO_FEEDBACK when the encoder still changes during the 100 ms after the stop', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 60));
+    b.slide.until(10);
+    b.rig.send(b.s, stop('s1'));
+    b.rig.advance(40);
+    b.rig.quad(A, B, 3);
+    b.rig.advance(60);
+    const res = results(recv(b.rig, b.s)).find((f) => f.rid === 's1');
+    expect(res).toMatchObject({ st: 'failed', code: 'NO_FEEDBACK', ev: 'encoder', ver: false });
+    expect(res!.msg).toMatch(/^x still moving 100 ms after the stop \(10\.\d\d -> 10\.\d\d mm\); steps are off/);
+  });
+
+  it('on a board without steppers ends unverified with evidence none', () => {
+    const { rig, s } = boot(relayBoard);
+    rig.send(s, stop('s1'));
+    const fs = recv(rig, s);
+    expect(fs[1]).toMatchObject({ rid: 's1', st: 'unverified', ev: 'none', ver: false, msg: 'no moving actuators on this board; relays keep their state' });
+    expect(fs[1].code).toBeUndefined();
+    rig.send(s, stop('s2', 'x'));
+    expect(recv(rig, s)[0]).toMatchObject({ rid: 's2', st: 'rejected', code: 'INVALID_ARGS' });
+  });
+
+  it('still halts the axes when every outbox slot awaits the host', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 100));
+    b.slide.until(10);
+    for (let k = 0; k < 30; k++) b.rig.send(b.s, move('bad' + k, 999));
+    recv(b.rig, b.s);
+    b.rig.send(b.s, stop('s1'));
+    expect(b.rig.pwm[STEP]).toBeUndefined();
+    const fs = results(recv(b.rig, b.s));
+    expect(fs.map((f) => [f.rid, f.st])).toEqual([
+      ['m1', 'cancelled'],
+      ['s1', 'unverified'],
+    ]);
+    expect(fs[1].msg).toBe('steps switched off, not verified: the outbox is full');
+    // Nothing was left waiting for a check that cannot run: once the host racks, the axis is free.
+    b.rig.send(b.s, { t: 'rack', rid: 'm1' });
+    b.rig.send(b.s, move('m2', 5));
+    expect(recv(b.rig, b.s)[0]).toEqual({ t: 'ack', rid: 'm2', st: 'accepted' });
+  });
+});
+
+describe('firmware stepper: power', () => {
+  it('forgets homed on a reboot, booting with the driver disabled and STEP low', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 10));
+    b.slide.run(200);
+    const again = boot();
+    expect(again.rig.pins[EN]).toBe(1);
+    expect(again.rig.pins[STEP]).toBe(0);
+    again.rig.send(again.s, move('m2', 10));
+    expect(recv(again.rig, again.s)[0]).toMatchObject({ code: 'NOT_HOMED' });
+  });
+});
