@@ -11,8 +11,8 @@ import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost } from './mcp/http.js';
 import { createMcpServer } from './mcp/tools.js';
 import { FIRMWARE_FILE } from './paths.js';
-import { isRelayFault, parseFault, RELAY_FAULTS, SimRig } from './sim/index.js';
-import { relayChannelOf } from './sim/faults.js';
+import { parseFault, SimRig } from './sim/index.js';
+import { resolveFault } from './sim/faults.js';
 
 export interface SimSpec {
   boardFile: string;
@@ -78,10 +78,11 @@ export async function serve(o: ServeOptions): Promise<Running> {
     const p = parseFault(f);
     const sim = sims.find((s) => s.id === p.device);
     if (!sim) throw new Error(`--fault ${f}: no simulated rig has device id "${p.device}" (rigs: ${ids.join(', ') || 'none'})`);
-    const ch = relayChannelOf(p.part);
-    if (ch === undefined || !sim.board.relays.some((r) => r.ch === ch))
-      throw new Error(`--fault ${f}: ${p.device} has no part "${p.part}"; parts: ${sim.board.relays.map((r) => 'relay' + r.ch).join(', ')}`);
-    if (!isRelayFault(p.fault)) throw new Error(`--fault ${f}: unknown relay fault "${p.fault}"; known: ${RELAY_FAULTS.join(', ')}`);
+    try {
+      resolveFault(sim.board, p.part, p.fault, p.where);
+    } catch (e) {
+      throw new Error(`--fault ${f}: ${(e as Error).message}`);
+    }
     return p;
   });
   const firmware = o.firmwareFile ?? FIRMWARE_FILE;
@@ -106,7 +107,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
       });
       rigs.set(s.id, rig);
     }
-    for (const f of faults) rigs.get(f.device)!.setFault(f.part, f.fault as never);
+    for (const f of faults) rigs.get(f.device)!.setFault(f.part, f.fault as never, f.where);
     for (const rig of rigs.values()) rig.boot();
 
     if (o.stdio) {
