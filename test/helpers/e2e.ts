@@ -36,7 +36,9 @@ export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what
   }
 }
 
-export async function startE2E(o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[] } = {}): Promise<E2E> {
+export async function startE2E(
+  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string } = {},
+): Promise<E2E> {
   const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
@@ -89,7 +91,7 @@ export async function startE2E(o: { faults?: string[]; db?: string; sims?: { boa
       const first = r.structuredContent as unknown as CommandStatus;
       return { first, final: await e.waitTerminal(first.command_id) };
     },
-    async waitOnline(dev = RIG, ms = 8000) {
+    async waitOnline(dev = o.device ?? RIG, ms = 8000) {
       await until(() => running.core.devices.view(dev)?.online === true && running.core.devices.view(dev)?.state !== null, ms, `${dev} online`);
     },
     async restart() {
