@@ -6,9 +6,10 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { BoardDef } from '../../../shared-protocol/src/board.js';
 import type { RigConfig } from '../../../shared-protocol/src/config.js';
-import { CONFIG_FILE } from '../../../shared-protocol/src/constants.js';
+import { BOOT_CODE_FILE, CONFIG_FILE } from '../../../shared-protocol/src/constants.js';
 import { realClock, type Clock, type TimerHandle } from '../core/clock.js';
 import { Boot } from './boot.js';
+import { SAVED_STATE_FILE, SimConsole, type SimConsoleOptions } from './console.js';
 import { createFirmwareContext } from './context.js';
 import { resolveFault, type AxisFault, type AxisFaultSpec, type RelayFault } from './faults.js';
 import { Gpio, isValidPin } from './gpio.js';
@@ -20,8 +21,11 @@ import { SlideModel, type AxisState } from './slide-model.js';
 import { SimStorage } from './storage.js';
 
 export interface SimRigOptions {
-  /** File evaluated on every boot (read from disk at each boot). */
-  firmwarePath: string;
+  /**
+   * File evaluated on every boot (read from disk at each boot). Without it the rig behaves like a chip
+   * with Espruino only: each boot runs Storage `.bootcde` if present, else sits idle at the console.
+   */
+  firmwarePath?: string;
   /** If given, written to the simulated Storage as CONFIG_FILE (JSON) before the first boot. */
   config?: RigConfig;
   /** Default realClock. */
@@ -62,10 +66,12 @@ export class SimRig extends EventEmitter {
   private current: Boot | undefined;
   private pendingBoot: TimerHandle | undefined;
   private dead = false;
+  private consoleServer: SimConsole | undefined;
 
   constructor(opts: SimRigOptions) {
     super();
-    if (!opts || typeof opts.firmwarePath !== 'string') throw new Error('SimRig: options.firmwarePath is required');
+    if (!opts || (opts.firmwarePath !== undefined && typeof opts.firmwarePath !== 'string'))
+      throw new Error('SimRig: options.firmwarePath must be a file path (or absent to boot from Storage .bootcde)');
     this.opts = opts;
     this.clock = opts.clock ?? realClock;
     this.seed = opts.seed === undefined ? randomSeed() : opts.seed >>> 0;
@@ -92,14 +98,25 @@ export class SimRig extends EventEmitter {
 
   // ---- power -------------------------------------------------------------------------------------
 
-  /** Power on: a fresh vm context evaluates the firmware file. Emits 'boot' (bootCount). */
-  boot(): void {
+  /**
+   * Power on: a fresh vm context evaluates the firmware file (or, without firmwarePath, Storage `.bootcde`
+   * when present). `runBootCode: false` is Espruino's reset(): a fresh context that runs nothing. Emits 'boot'.
+   */
+  boot(runBootCode = true): void {
     if (this.dead) throw new Error('SimRig: shut down; create a new rig');
-    let source: string;
-    try {
-      source = readFileSync(this.opts.firmwarePath, 'utf8');
-    } catch (e) {
-      throw new Error(`SimRig: cannot read the firmware file ${this.opts.firmwarePath}: ${(e as Error).message}`);
+    let source = '';
+    const file = this.opts.firmwarePath;
+    if (file !== undefined && runBootCode) {
+      try {
+        source = readFileSync(file, 'utf8');
+      } catch (e) {
+        throw new Error(`SimRig: cannot read the firmware file ${file}: ${(e as Error).message}`);
+      }
+    } else if (runBootCode) {
+      // What save() kept (the console's stand-in for a RAM image), then the boot code, as Espruino boots.
+      const saved = this.storage.read(SAVED_STATE_FILE);
+      const code = this.storage.read(BOOT_CODE_FILE);
+      source = [saved, code].filter((x) => x !== undefined).join('\n');
     }
     this.cancelPendingBoot();
     this.teardown();
@@ -107,7 +124,7 @@ export class SimRig extends EventEmitter {
     this.gpio.setPowered(true);
     this.updateRelays();
     const gen = ++this.bootCount;
-    const scriptName = basename(this.opts.firmwarePath);
+    const scriptName = file !== undefined ? basename(file) : BOOT_CODE_FILE;
     const boot = new Boot({
       gen,
       clock: this.clock,
@@ -130,8 +147,36 @@ export class SimRig extends EventEmitter {
       onPwm: (pin, duty, freq) => this.safeEmit('pwm', pin, duty, freq),
     });
     this.safeEmit('boot', gen);
-    boot.evalString(source, this.opts.firmwarePath);
+    if (source) boot.evalString(source, file ?? BOOT_CODE_FILE);
     fw.realm.emit(fw.E, 'init'); // Espruino fires E.on('init') once the boot code has run
+  }
+
+  /** Espruino's reset(): stop everything running; a fresh empty context; Storage is kept. */
+  reset(): void {
+    this.cancelPendingBoot();
+    this.boot(false);
+  }
+
+  /** Espruino's load(): a soft reboot that runs the boot code again (no power cycle). */
+  load(): void {
+    this.cancelPendingBoot();
+    this.boot(true);
+  }
+
+  /** The live boot's vm context (what the console evaluates in), or undefined while the chip is off. */
+  get context(): import('node:vm').Context | undefined {
+    return this.current !== undefined && this.current.live ? this.current.context : undefined;
+  }
+
+  /**
+   * Serve the Espruino JavaScript console on a loopback TCP port (as an ESP32 does over telnet), for
+   * EspruinoTools' `tcp://HOST:PORT` and `proofrig upload --tcp`. Resolves to the port (0 = any free one).
+   */
+  async serveConsole(port = 0, options: SimConsoleOptions = {}): Promise<number> {
+    if (this.dead) throw new Error('SimRig: shut down; create a new rig');
+    if (this.consoleServer) throw new Error(`SimRig: the console is already served on port ${this.consoleServer.port}`);
+    this.consoleServer = new SimConsole(this, options);
+    return this.consoleServer.listen(port);
   }
 
   /** Power cut now; everything of the running boot stops dead; boots again after offMs. Emits 'powerloss'. */
@@ -151,6 +196,8 @@ export class SimRig extends EventEmitter {
   /** Stop for good: the same teardown as a power cut, no reboot. Idempotent. */
   shutdown(): void {
     if (this.dead) return;
+    void this.consoleServer?.close();
+    this.consoleServer = undefined;
     this.cancelPendingBoot();
     this.teardown();
     this.dead = true;

@@ -1,0 +1,137 @@
+// `proofrig sim`: one simulated ESP32 with its Espruino console on a TCP port, until Ctrl-C. With --blank it
+// is a freshly flashed board (Espruino only: no firmware, no config), the target for `proofrig upload --tcp`;
+// without, it already holds the built firmware and a config in Storage, as a board uploaded earlier does.
+import { existsSync, readFileSync } from 'node:fs';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { BOOT_CODE_FILE, CONFIG_FILE, checkBoard, DEVICE_PATH, isId, type BoardDef, type RigConfig } from '@proofrig/protocol';
+import { newSecret } from '../core/ids.js';
+import { Journal } from '../core/journal.js';
+import { FIRMWARE_FILE } from '../paths.js';
+import { SimRig } from './rig.js';
+
+interface Out {
+  write(text: string): unknown;
+}
+
+export interface SimCommandOptions {
+  board?: string;
+  deviceId?: string;
+  consolePort?: number;
+  blank?: boolean;
+  host: string;
+  db?: string;
+  seed?: number;
+  quiet?: boolean;
+}
+
+export interface SimCommandDeps {
+  stdout?: Out;
+  stderr?: Out;
+  setExitCode?: (code: number) => void;
+  /** Resolves when the simulation should stop (default: SIGINT or SIGTERM). */
+  until?: (rig: SimRig, port: number) => Promise<void>;
+}
+
+function intArg(name: string, min: number, max: number) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer ${min}..${max}, got "${v}"`);
+    return n;
+  };
+}
+
+/** Adds `sim` to the proofrig program. */
+export function registerSimCommand(program: Command, deps: SimCommandDeps = {}): Command {
+  program
+    .command('sim')
+    .description(
+      'Run one simulated ESP32 with its Espruino console on a TCP port (like the telnet console of a real one) until Ctrl-C; ' +
+        'with --blank it is freshly flashed (no firmware, no config), ready for `proofrig upload --tcp`.',
+    )
+    .option('--board <file>', 'board definition of the rig around the chip, e.g. boards/relay-rig-4ch.json')
+    .option('--device-id <id>', 'device id in the stored config (default: the board id; ignored with --blank)')
+    .addOption(new Option('--console-port <port>', 'TCP port of the console (0 = any free port)').argParser(intArg('--console-port', 0, 65535)))
+    .option('--blank', 'a freshly flashed board: Espruino only, empty Storage', false)
+    .option('--host <url>', 'without --blank: the host the stored config dials', `ws://127.0.0.1:8787${DEVICE_PATH}`)
+    .option('--db <path>', 'without --blank: register the stored config\'s device and secret in this journal')
+    .addOption(new Option('--seed <n>', 'seed of the rig physics').argParser(intArg('--seed', 0, 0xffffffff)))
+    .option('--quiet', 'do not print the chip\'s console output', false)
+    .action(async (o: SimCommandOptions) => {
+      const code = await runSimCommand(o, deps);
+      (deps.setExitCode ?? ((c: number) => void (process.exitCode = c)))(code);
+    });
+  return program;
+}
+
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}
+
+/** The command's body: runs until `until` resolves; 0 after a clean stop, 2 for a wrong call, 1 if the port is taken. */
+export async function runSimCommand(o: SimCommandOptions, deps: SimCommandDeps = {}): Promise<number> {
+  const stdout = deps.stdout ?? process.stdout;
+  const stderr = deps.stderr ?? process.stderr;
+  const fail = (code: string, msg: string, exit: number) => {
+    stderr.write(`proofrig sim: ${code}: ${msg}\n`);
+    return exit;
+  };
+  if (!o.board) return fail('BAD_OPTION', '--board is required (e.g. boards/relay-rig-4ch.json)', 2);
+  if (o.consolePort === undefined) return fail('BAD_OPTION', '--console-port is required (0 = any free port)', 2);
+  if (!existsSync(o.board)) return fail('BAD_BOARD', `board file ${o.board} does not exist`, 2);
+  let board: BoardDef;
+  try {
+    const chk = checkBoard(JSON.parse(readFileSync(o.board, 'utf8')));
+    if (!chk.ok) return fail('BAD_BOARD', `board file ${o.board} is invalid:\n  ${chk.errors.join('\n  ')}`, 2);
+    board = chk.board;
+  } catch (e) {
+    return fail('BAD_BOARD', `board file ${o.board} is not valid JSON: ${(e as Error).message}`, 2);
+  }
+  const deviceId = o.deviceId ?? board.id;
+  if (!isId(deviceId)) return fail('BAD_OPTION', `--device-id ${JSON.stringify(deviceId)}: must be 1-64 characters of A-Z a-z 0-9 _ . : -`, 2);
+
+  const rig = new SimRig({ seed: o.seed, console: o.quiet ? undefined : (line) => stdout.write(`[esp32] ${line}\n`) });
+  if (!o.blank) {
+    if (!existsSync(FIRMWARE_FILE)) return fail('NO_FIRMWARE', `${FIRMWARE_FILE} is missing; build it with: npm run build (or use --blank)`, 1);
+    const secret = newSecret();
+    const config: RigConfig = { dev: deviceId, secret, host: o.host, board };
+    rig.storage.write(BOOT_CODE_FILE, readFileSync(FIRMWARE_FILE, 'latin1'));
+    rig.storage.write(CONFIG_FILE, JSON.stringify(config));
+    if (o.db) {
+      const j = new Journal(o.db);
+      try {
+        j.provision(deviceId, secret, board);
+      } finally {
+        j.close();
+      }
+    }
+  }
+  let port: number;
+  try {
+    rig.boot();
+    port = await rig.serveConsole(o.consolePort);
+  } catch (e) {
+    rig.shutdown();
+    return fail('CONSOLE_PORT', `cannot serve the console on port ${o.consolePort}: ${(e as Error).message}`, 1);
+  }
+  const lines = [
+    `simulated ESP32 (${o.blank ? 'blank: Espruino only, empty Storage' : `proofrig firmware, device ${deviceId}, dialling ${o.host}`}), rig ${board.id}`,
+    `  Espruino console: tcp://127.0.0.1:${port}`,
+  ];
+  if (o.blank)
+    lines.push(
+      `  upload to it:     proofrig upload --tcp 127.0.0.1:${port} --board ${o.board} --device-id ${deviceId} --host ws://127.0.0.1:8787`,
+    );
+  lines.push('  Ctrl-C stops it.');
+  stdout.write(lines.join('\n') + '\n');
+  await (deps.until ?? waitForSignal)(rig, port);
+  rig.shutdown();
+  return 0;
+}
