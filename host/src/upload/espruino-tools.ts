@@ -1,0 +1,130 @@
+// Sending the firmware with EspruinoTools (the `espruino` package, 0.1.67), the tool the Espruino Web IDE
+// and CLI are built on, with Save on Send "Direct to Flash": it sends `reset()`, then the code as
+// `require("Storage").write(".bootcde", chunk, offset[, size])` lines of 1 KB (plugins/saveOnSend.js).
+//
+// How it is driven here, and why:
+// - It is loaded only when an upload runs (createRequire): `init()` sets process-wide globals (Espruino,
+//   $, navigator, acorn, require) and loads es6-shim, which the rest of proofrig does not need.
+// - Its console.log chatter (it logs every chunk it sends) is captured for --verbose; nothing secret goes
+//   through it: the config with the device secret is written by our own console client.
+// - Offline: on every connect it asks the board for process.env and then downloads the board's JSON from
+//   espruino.com (firmware-update notices), and it downloads any module that `require()` names and the
+//   board lacks. An upload must not depend on the internet, so its URL getters answer "not found".
+// - LOAD_STORAGE_FILE = 0: it must not `load()` the new code yet; the uploader verifies the CRCs first,
+//   registers the device and then reboots it. SET_TIME_ON_WRITE off (the firmware keeps its own clock).
+// - Bluetooth (noble, node-ble) is switched off before it scans anything: headless machines have none.
+// - Over TCP its per-chunk 250 ms delays are off (TCP has flow control); over serial they stay.
+import { createRequire } from 'node:module';
+import { UploadError } from './errors.js';
+import { describeTarget, type ConsoleTarget } from './transport.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Tools = {
+  init(cb: () => void): void;
+  sendCode(port: string, code: string, cb: (response?: string) => void): void;
+};
+
+let tools: Tools | undefined;
+
+function load(): Tools {
+  if (tools) return tools;
+  try {
+    tools = createRequire(import.meta.url)('espruino') as Tools;
+  } catch (e) {
+    throw new UploadError('UPLOAD_FAILED', `the espruino package (EspruinoTools) cannot be loaded: ${(e as Error).message}. Run: npm install -w host espruino@0.1.67`);
+  }
+  return tools;
+}
+
+/** Run f with console.* captured into `sink` (EspruinoTools only reports through the console). */
+async function captured<T>(sink: (line: string) => void, f: () => Promise<T>): Promise<T> {
+  const c = console as unknown as Record<string, (...a: unknown[]) => void>;
+  const saved: Record<string, (...a: unknown[]) => void> = {};
+  for (const k of ['log', 'info', 'warn', 'error', 'debug']) {
+    saved[k] = c[k];
+    c[k] = (...args: unknown[]) => sink(args.map((a) => (typeof a === 'string' ? a : safeString(a))).join(' '));
+  }
+  try {
+    return await f();
+  } finally {
+    for (const k of Object.keys(saved)) c[k] = saved[k];
+  }
+}
+
+function safeString(a: unknown): string {
+  try {
+    return a instanceof Error ? a.message : JSON.stringify(a) ?? String(a);
+  } catch {
+    return String(a);
+  }
+}
+
+export interface SaveBootCodeOptions {
+  target: ConsoleTarget;
+  /** The file's bytes as a latin1 string (EspruinoTools passes char codes 0..255 through unchanged). */
+  code: string;
+  /** EspruinoTools' own log lines. */
+  debug: (line: string) => void;
+  /** Give up after this long (default: 30 s plus the time the chunk delays need). */
+  timeoutMs?: number;
+}
+
+/** reset(), then write `code` to Storage `.bootcde` with EspruinoTools' Save on Send. Resolves to its warnings. */
+export async function saveBootCode(o: SaveBootCodeOptions): Promise<string[]> {
+  const t = load();
+  const errors: string[] = [];
+  const sink = (line: string) => {
+    if (/^(ERROR|Unable|Prompt not detected|serial: Port .* not found|RECEIVE ERROR)/.test(line)) errors.push(line);
+    o.debug(line);
+  };
+  const port = describeTarget(o.target);
+  const chunks = Math.ceil(o.code.length / 1024);
+  const timeoutMs = o.timeoutMs ?? 30000 + (o.target.kind === 'serial' ? chunks * 1000 : 0) + o.code.length / 5;
+  return captured(sink, async () => {
+    await new Promise<void>((r) => t.init(r));
+    const E = (globalThis as any).Espruino;
+    const offline = (url: string, cb: (x?: unknown) => void) => {
+      o.debug(`(offline: not fetching ${url})`);
+      setTimeout(() => cb(undefined), 0);
+    };
+    E.Core.Utils.getURL = offline;
+    E.Core.Utils.getJSONURL = offline;
+    E.Core.Utils.getBinaryURL = offline;
+    Object.assign(E.Config, {
+      BLUETOOTH_LOW_ENERGY: false,
+      BLUETOOTH_LOW_ENERGY_DBUS: false,
+      WEB_BLUETOOTH: false,
+      SAVE_ON_SEND: 1,
+      LOAD_STORAGE_FILE: 0,
+      RESET_BEFORE_SEND: true,
+      SET_TIME_ON_WRITE: false,
+      MINIFICATION_LEVEL: '',
+      MODULE_MINIFICATION_LEVEL: '',
+      COMPILATION: false,
+      PRETOKENISE: 0,
+      ENV_ON_CONNECT: true,
+      BAUD_RATE: o.target.kind === 'serial' ? o.target.baud : 115200,
+      SERIAL_TCPIP: o.target.kind === 'tcp' ? [port] : [],
+      STORAGE_UPLOAD_METHOD: o.target.kind === 'tcp' ? 1 : 0,
+    });
+    // Refresh its port table now, so a second upload in the same process finds the new address at once.
+    await new Promise<void>((r) => E.Core.Serial.getPorts(() => r()));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        try {
+          E.Core.Serial.close();
+        } catch {
+          // already closed
+        }
+        reject(new UploadError('UPLOAD_FAILED', `EspruinoTools did not finish sending .bootcde to ${port} within ${Math.round(timeoutMs / 1000)} s`));
+      }, timeoutMs);
+      t.sendCode(port, o.code, (response) => {
+        clearTimeout(timer);
+        if (response === undefined && errors.some((l) => /Unable to connect|not found/.test(l)))
+          reject(new UploadError('NO_CONSOLE', `EspruinoTools could not connect to ${port}: ${errors.join('; ')}`));
+        else resolve();
+      });
+    });
+    return errors;
+  });
+}
