@@ -214,10 +214,10 @@ export class SimConsole {
   }
 
   private ctrlC(): void {
-    const had = this.input.length > 0;
+    const shown = this.input.length > 0 && this.showInputLine;
     this.input = '';
     this.echoOffForLine = false;
-    if (had && this.echo) {
+    if (shown) {
       this.write('\r\n');
       this.lineRemoved = true;
     }

@@ -1,0 +1,223 @@
+// The uploader end to end: a running host (HTTP MCP + device gateway, journal in a temp dir), a BLANK
+// simulated ESP32 (Espruino only) with its console on a loopback port, `upload` over --tcp with
+// EspruinoTools for .bootcde, then the device boots what was uploaded, authenticates with the new
+// secret from the journal and drives a relay through the real MCP client.
+import { afterEach, describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { BOOT_CODE_FILE, CONFIG_FILE, type RigConfig } from '@proofrig/protocol';
+import { serve, type Running } from '../host/src/serve.js';
+import { SimRig } from '../host/src/sim/index.js';
+import { FIRMWARE_FILE } from '../host/src/paths.js';
+import { Journal } from '../host/src/core/journal.js';
+import type { CommandStatus } from '../host/src/core/commands.js';
+import { crc32, runUploadCommand, upload, UploadError } from '../host/src/upload/index.js';
+import { RELAY_BOARD, until } from './helpers/e2e.js';
+
+const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
+
+let running: Running | undefined;
+let rig: SimRig | undefined;
+let client: Client | undefined;
+afterEach(async () => {
+  await client?.close().catch(() => {});
+  rig?.shutdown();
+  await running?.close();
+  client = undefined;
+  rig = undefined;
+  running = undefined;
+});
+
+function tempDb(): string {
+  return join(mkdtempSync(join(tmpdir(), 'proofrig-upload-')), 'state', 'journal.db');
+}
+
+async function blankRig(tamper?: (line: string) => string): Promise<{ rig: SimRig; port: number }> {
+  const r = new SimRig({ seed: 11 });
+  r.boot();
+  const port = await r.serveConsole(0, { tamper });
+  return { rig: r, port };
+}
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const p = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return p;
+}
+
+describe('upload to a blank simulated ESP32', () => {
+  it('writes and verifies both files, registers the device, and the rebooted device completes relay_set with aux_contact evidence', async () => {
+    const db = tempDb();
+    running = await serve({ db, port: 0, sims: [], logger: pino({ level: 'silent' }), heartbeatMs: 150, offlineGraceMs: 8000 });
+    const blank = await blankRig();
+    rig = blank.rig;
+    expect(rig.storage.list()).toEqual([]);
+    expect(rig.running).toBe(true); // Espruino alone, idle at its console
+
+    const out: string[] = [];
+    const t0 = Date.now();
+    const r = await upload({
+      tcp: `127.0.0.1:${blank.port}`,
+      boardFile: RELAY_BOARD,
+      deviceId: 'bench-7',
+      hostUrl: `ws://127.0.0.1:${running.http.port}`,
+      wifi: { ssid: 'lab-net', password: 'correct horse battery' },
+      db,
+      log: (l) => out.push(l),
+      debug: (l) => out.push(l),
+    });
+    const uploadMs = Date.now() - t0;
+
+    // What flash holds is exactly what was sent.
+    const fw = readFileSync(FIRMWARE_FILE);
+    expect(Buffer.from(rig.storage.readBytes(BOOT_CODE_FILE)!)).toEqual(fw);
+    expect(crc32(rig.storage.readBytes(BOOT_CODE_FILE)!)).toBe(crc32(fw));
+    const cfg = rig.storage.readJSON(CONFIG_FILE) as RigConfig;
+    expect(cfg).toMatchObject({ dev: 'bench-7', host: `ws://127.0.0.1:${running.http.port}/device`, wifi: { ssid: 'lab-net', pass: 'correct horse battery' } });
+    expect(cfg.board.id).toBe('relay-rig-4ch');
+    expect(cfg.secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(r.files.map((f) => f.name)).toEqual([BOOT_CODE_FILE, CONFIG_FILE]);
+    expect(r.files[1].crc).toBe(crc32(rig.storage.readBytes(CONFIG_FILE)!));
+
+    // The step lines, in order.
+    const steps = out.filter((l) => /^(connected|wrote|CRC ok|registered|rebooted)/.test(l));
+    expect(steps.map((l) => l.split(/[ :]/)[0])).toEqual(['connected', 'wrote', 'wrote', 'CRC', 'CRC', 'registered', 'rebooted']);
+    expect(steps[0]).toMatch(/ESP32, Espruino 2v25/);
+
+    // The running host reads the secret from its journal (written by the uploader's own connection).
+    expect(running.core.journal.device('bench-7')!.secret).toBe(cfg.secret);
+    await until(() => running!.core.devices.view('bench-7')?.online === true && running!.core.devices.view('bench-7')?.state !== null, 8000, 'bench-7 online');
+    expect(rig.relay(1).energised).toBe(false);
+
+    client = new Client({ name: 'upload-e2e', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${running.url}/mcp`)));
+    const call = (name: string, args: Record<string, unknown>) => client!.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+    const first = (await call('relay_set', { device_id: 'bench-7', channel: 1, on: true })).structuredContent as unknown as CommandStatus;
+    let final = first;
+    const end = Date.now() + 15000;
+    while (!final.terminal && Date.now() < end)
+      final = (await call('get_action_status', { command_id: first.command_id, wait_ms: 2000 })).structuredContent as unknown as CommandStatus;
+    expect(final).toMatchObject({ state: 'completed', verified: true, evidence: 'aux_contact', error_code: null });
+    expect(rig.relay(1).contactClosed).toBe(true);
+
+    // Neither the secret nor the Wi-Fi password in anything the uploader printed, verbose included.
+    const all = out.join('\n');
+    expect(all.length).toBeGreaterThan(1000); // the verbose console traffic really was captured
+    expect(all).not.toContain(cfg.secret);
+    expect(all).not.toContain('correct horse battery');
+    expect(all).not.toContain(cfg.secret.slice(0, 16));
+    console.info(`upload over tcp took ${uploadMs} ms (${fw.length} bytes of firmware)`);
+  });
+
+  it('the CLI command prints every step and no secret, --verbose included, on the stepper rig', async () => {
+    const db = tempDb();
+    const blank = await blankRig();
+    rig = blank.rig;
+    let stdout = '';
+    let stderr = '';
+    const code = await runUploadCommand(
+      {
+        tcp: `127.0.0.1:${blank.port}`,
+        board: STEPPER_BOARD,
+        deviceId: 'slide-1',
+        host: 'ws://127.0.0.1:9/',
+        wifiSsid: 'lab-net',
+        wifiPassword: 'p4ss-w0rd-only-here',
+        db,
+        verbose: true,
+      },
+      { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
+    );
+    expect(stderr).not.toMatch(/proofrig upload: [A-Z_]+:/);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/connected to tcp:\/\/127\.0\.0\.1:\d+: ESP32/);
+    expect(stdout).toMatch(/wrote \.bootcde: \d+ bytes/);
+    expect(stdout).toMatch(/wrote proofrig\.json: \d+ bytes/);
+    expect(stdout).toMatch(/CRC ok: \.bootcde 0x[0-9a-f]{8}/);
+    expect(stdout).toMatch(/CRC ok: proofrig\.json 0x[0-9a-f]{8}/);
+    expect(stdout).toMatch(/registered device slide-1/);
+    expect(stdout).toMatch(/rebooted: load\(\)/);
+    const cfg = rig.storage.readJSON(CONFIG_FILE) as RigConfig;
+    expect(cfg.host).toBe('ws://127.0.0.1:9/device');
+    expect(cfg.board.id).toBe('stepper-rig');
+    for (const text of [stdout, stderr]) {
+      expect(text).not.toContain(cfg.secret);
+      expect(text).not.toContain('p4ss-w0rd-only-here');
+    }
+    const j = new Journal(db);
+    expect(j.device('slide-1')!.secret).toBe(cfg.secret);
+    j.close();
+  });
+});
+
+describe('upload failures', () => {
+  it('a chunk of .bootcde garbled on the way fails with CRC_MISMATCH naming the file, and nothing is registered', async () => {
+    const db = tempDb();
+    // One letter inside the second 1 KB chunk of the firmware changes on the "wire": the line still runs.
+    const blank = await blankRig((line) =>
+      /^require\("Storage"\)\.write\("\.bootcde",.*,1024\);?$/.test(line)
+        ? line.replace(/(write\("\.bootcde","[^"\\]{0,30}?)([a-z])/, (_m, a: string, c: string) => a + (c === 'q' ? 'z' : 'q'))
+        : line,
+    );
+    rig = blank.rig;
+    const out: string[] = [];
+    const err = await upload({
+      tcp: `127.0.0.1:${blank.port}`,
+      boardFile: RELAY_BOARD,
+      deviceId: 'bench-8',
+      hostUrl: 'ws://127.0.0.1:9',
+      db,
+      log: (l) => out.push(l),
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UploadError);
+    expect((err as UploadError).code).toBe('CRC_MISMATCH');
+    expect((err as UploadError).message).toMatch(/^\.bootcde differs on the board: sent \d+ bytes with CRC32 0x[0-9a-f]{8}, the board holds \d+ bytes with CRC32 0x[0-9a-f]{8}/);
+    const [, a, b] = /CRC32 (0x[0-9a-f]{8}).*CRC32 (0x[0-9a-f]{8})/.exec((err as UploadError).message)!;
+    expect(a).not.toBe(b);
+    expect(out.some((l) => l.startsWith('registered'))).toBe(false);
+    expect(out.some((l) => l.startsWith('rebooted'))).toBe(false);
+    expect(existsSync(db)).toBe(false); // the journal was not even opened
+    expect(rig.bootCount).toBe(2); // the power-on and EspruinoTools' reset(); no load()
+  });
+
+  it('no console at the address: NO_CONSOLE with a hint, exit code 1 from the command', async () => {
+    const port = await freePort();
+    const db = tempDb();
+    const err = await upload({ tcp: `127.0.0.1:${port}`, boardFile: RELAY_BOARD, deviceId: 'x', hostUrl: 'ws://127.0.0.1:8787', db, log: () => {} }).catch(
+      (e: unknown) => e,
+    );
+    expect((err as UploadError).code).toBe('NO_CONSOLE');
+    expect((err as UploadError).message).toMatch(/connection refused/);
+    expect((err as UploadError).message).toMatch(/proofrig sim .*--console-port/);
+    let stderr = '';
+    const code = await runUploadCommand(
+      { tcp: `127.0.0.1:${port}`, board: RELAY_BOARD, deviceId: 'x', host: 'ws://127.0.0.1:8787', db },
+      { stdout: { write: () => true }, stderr: { write: (t: string) => (stderr += t) } },
+    );
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^proofrig upload: NO_CONSOLE: no Espruino console at tcp:\/\/127\.0\.0\.1:\d+/);
+  });
+
+  it('something that accepts the connection but is no Espruino console: NO_CONSOLE', async () => {
+    const silent = net.createServer((s) => s.on('data', () => {}));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const port = (silent.address() as net.AddressInfo).port;
+    try {
+      const err = await upload({ tcp: `127.0.0.1:${port}`, boardFile: RELAY_BOARD, deviceId: 'x', hostUrl: 'ws://127.0.0.1:8787', db: tempDb(), log: () => {} }).catch(
+        (e: unknown) => e,
+      );
+      expect((err as UploadError).code).toBe('NO_CONSOLE');
+      expect((err as UploadError).message).toMatch(/no Espruino console answered/);
+    } finally {
+      silent.close();
+    }
+  });
+});
