@@ -13,6 +13,8 @@ import { pinInput, pinOutput, pinPwm, pinRead, pinWatch, pinWrite } from './hal'
 export const SETTLE_MS = 100;
 /** Profile tick: retunes the step rate and integrates the steps issued. */
 export const TICK_MS = 20;
+/** After a stop: when the encoder counts are snapshotted (queued edges drained, rotor settled). */
+export const STOP_SNAP_MS = 20;
 /** Shortest gap between two progress frames of one command. */
 export const PROG_MS = 250;
 /** Slowest step rate while moving, so a move always finishes. */
@@ -23,6 +25,8 @@ const MOVE = 1;
 const HOME = 2;
 /** Steps are done; the encoder verdict is due after SETTLE_MS. */
 const SETTLE = 3;
+/** Stopped by request (CANCEL: a move, CANCEL + 1: homing); the cancelled result is sent at STOP_SNAP_MS. */
+const CANCEL = 4;
 
 let AX: StepperDef[] = [];
 let done: Done;
@@ -303,7 +307,7 @@ function notHomed(p: Record<string, unknown>): string | null {
   return HOMED[i] || SLOT[i] >= 0 ? null : 'home axis ' + AX[i].axis + ' first (stepper.home): not homed since boot, position unknown';
 }
 
-/** The stop window ended: every axis a stop covered must have held still. */
+/** The stop window ended: every axis a stop covered must have held still since the snapshot. */
 function stopCheck(): void {
   swT = undefined;
   for (let k = 0; k < PS.length; k++) {
@@ -312,10 +316,10 @@ function stopCheck(): void {
     for (let i = 0; i < AX.length; i++) {
       if (PA[k] >= 0 && PA[k] !== i) continue;
       const a = AX[i].axis;
-      if (CNT[i] !== SC[i]) bad += (bad ? '; ' : '') + a + ' still moving ' + SETTLE_MS + ' ms after the stop (' + f2(SC[i] / AX[i].encoder.counts_per_mm) + ' -> ' + f2(pos(i)) + ' mm)';
+      if (CNT[i] !== SC[i]) bad += (bad ? '; ' : '') + a + ' still moving after the stop (' + f2(SC[i] / AX[i].encoder.counts_per_mm) + ' -> ' + f2(pos(i)) + ' mm)';
       else ok += (ok ? ', ' : '') + a + ' at ' + f2(pos(i)) + ' mm';
     }
-    if (bad) done(PS[k], 'failed', 'encoder', false, 'NO_FEEDBACK', bad + '; steps are off: something else moves it, or the encoder is noisy');
+    if (bad) done(PS[k], 'failed', 'encoder', false, 'NO_FEEDBACK', bad + '; steps are off: something else moves it or the encoder is noisy');
     else done(PS[k], 'completed', 'encoder', true, undefined, 'motion stopped: ' + ok);
   }
   PS.length = 0;
@@ -323,38 +327,47 @@ function stopCheck(): void {
   for (let i = 0; i < AX.length; i++) SW[i] = false;
 }
 
+/**
+ * STOP_SNAP_MS after the step outputs went off: encoder edges from before the stop have left
+ * Espruino's event queue, so the cancelled command reports where the carriage is, and the counts
+ * the stop check compares against are taken now. The check follows at SETTLE_MS.
+ */
+function stopSnap(): void {
+  swT = setTimeout(stopCheck, SETTLE_MS - STOP_SNAP_MS);
+  for (let i = 0; i < AX.length; i++) {
+    SC[i] = CNT[i];
+    if (MODE[i] >= CANCEL) {
+      end(i, 'cancelled', 'encoder', false, 'CANCELLED',
+        AX[i].axis + ' stopped by request at ' + f2(pos(i)) + ' mm (' + (MODE[i] > CANCEL ? 'homing' : 'target ' + TGT[i] + ' mm') + ')');
+    }
+  }
+}
+
 function sel(p: Record<string, unknown>): number {
   return p.axis === undefined ? -1 : idx(p.axis);
 }
 
-/** Before the ack: step output off on the named axis (or all) and the command it ran cancelled. */
+/** Before the ack: step outputs off on the named axis (or all) at once; what ran there ends cancelled. */
 function stopNow(p: Record<string, unknown>): void {
   const a = sel(p);
   for (let i = 0; i < AX.length; i++) {
     if (a >= 0 && a !== i) continue;
     halt(i);
+    SW[i] = true;
     const m = MODE[i];
-    if (m === MOVE || m === HOME) {
-      end(i, 'cancelled', 'encoder', false, 'CANCELLED',
-        AX[i].axis + ' stopped by request at ' + f2(pos(i)) + ' mm (' + (m === HOME ? 'homing' : 'target ' + TGT[i] + ' mm') + ')');
-    }
-  }
-}
-
-/** After the ack: the stopped axes must hold still for SETTLE_MS (one window shared by all stops). */
-function stopRun(slot: number, p: Record<string, unknown>): void {
-  if (!AX.length) return done(slot, 'unverified', 'none', false, undefined, 'no moving actuators on this board; relays keep their state');
-  const a = sel(p);
-  for (let i = 0; i < AX.length; i++) {
-    SC[i] = CNT[i];
-    if (a < 0 || a === i) SW[i] = true;
-  }
-  if (PS.indexOf(slot) < 0) {
-    PS.push(slot);
-    PA.push(a);
+    if (m === MOVE || m === HOME) MODE[i] = m === HOME ? CANCEL + 1 : CANCEL;
   }
   if (swT !== undefined) clearTimeout(swT);
-  swT = setTimeout(stopCheck, SETTLE_MS);
+  swT = setTimeout(stopSnap, STOP_SNAP_MS);
+}
+
+/** After the ack: this stop's verdict comes from the shared window (see stopSnap, stopCheck). */
+function stopRun(slot: number, p: Record<string, unknown>): void {
+  if (!AX.length) return done(slot, 'unverified', 'none', false, undefined, 'no moving actuators on this board; relays keep their state');
+  if (PS.indexOf(slot) < 0) {
+    PS.push(slot);
+    PA.push(sel(p));
+  }
 }
 
 export const STEPPER_MOVE: Action = { n: 'stepper.move', chk: checkStepperMoveArgs, nh: notHomed, busy: axisBusy, run: moveRun };
