@@ -75,6 +75,7 @@ describe('arguments', () => {
     const badBoard = join(tmp(), 'b.json');
     writeFileSync(badBoard, JSON.stringify({ id: 'x', name: 'x', mcu: 'esp32', module: 'm', device_processing_max_ms: 5, relays: [{ ch: 1 }] }));
     expect(await codeOf({ boardFile: badBoard })).toMatchObject({ code: 'BAD_BOARD', message: expect.stringMatching(/relays\[0\]\.pin/) });
+    expect(await codeOf({ firmwareFile: '/nonexistent/fw.js' })).toMatchObject({ code: 'BAD_OPTION', message: expect.stringMatching(/firmware file .* does not exist/) });
     expect(parseTcpTarget('10.0.0.7')).toEqual({ kind: 'tcp', host: '10.0.0.7', port: 23 });
     expect(parseTcpTarget('tcp://localhost:2323')).toEqual({ kind: 'tcp', host: 'localhost', port: 2323 });
   });

@@ -16,7 +16,7 @@
 // are sent with echo off, and every line this module emits goes through `redact`.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { checkBoard, BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, MAX_ID_LENGTH, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from '../core/ids.js';
 import { Journal } from '../core/journal.js';
@@ -164,6 +164,16 @@ export async function upload(o: UploadOptions): Promise<UploadResult> {
   const c = checkOptions(o);
   const secret = newSecret();
   const redact = makeRedactor([secret, c.wifi?.pass ?? '']);
+  try {
+    return await run(o, c, secret, redact);
+  } catch (e) {
+    // A board's error report can quote the line it choked on; no message leaves here with a secret in it.
+    if (e instanceof UploadError) throw new UploadError(e.code, redact(e.message));
+    throw new UploadError('UPLOAD_FAILED', redact(e instanceof Error ? e.message : String(e)));
+  }
+}
+
+async function run(o: UploadOptions, c: Checked, secret: string, redact: (s: string) => string): Promise<UploadResult> {
   const log = (l: string) => o.log(redact(l));
   const debug = (l: string) => o.debug?.(redact(l));
   const where = describeTarget(c.target);
@@ -231,7 +241,7 @@ export async function upload(o: UploadOptions): Promise<UploadResult> {
   } catch (e) {
     throw new UploadError('REGISTER_FAILED', `the board is written and verified, but registering ${o.deviceId} in ${o.db} failed: ${(e as Error).message}. Run the upload again.`);
   }
-  log(`registered device ${o.deviceId} (board ${c.board.id}) in ${relative(process.cwd(), dbPath) || dbPath}`);
+  log(`registered device ${o.deviceId} (board ${c.board.id}) in ${o.db}`);
 
   // 7. Reboot into the new firmware.
   try {
