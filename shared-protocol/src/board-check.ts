@@ -6,6 +6,10 @@ import type { BoardDef } from './board.js';
 const ESP32_GPIO = [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 25, 26, 27, 32, 33, 34, 35, 36, 39];
 /** Input-only GPIOs: no output driver and no internal pull resistors. */
 const ESP32_INPUT_ONLY = [34, 35, 36, 39];
+/** GPIOs Espruino's ESP32 port can setWatch (targets/esp32/jshardware.c); elsewhere it only warns. */
+const ESP32_WATCHABLE = [0, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 25, 26, 27, 34, 35, 36, 37, 38, 39];
+/** Espruino's analogWrite drives the DAC on these, not LEDC PWM: no step pulses. */
+const ESP32_DAC = [25, 26];
 
 function isObj(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -82,9 +86,12 @@ function isPos(x: unknown): x is number {
   return typeof x === 'number' && isFinite(x) && x > 0;
 }
 
-function checkInput(sw: unknown, at: string, errors: string[], claim: (pin: number, what: string) => void): void {
+/** An input the firmware reads; `watched` when it must interrupt (setWatch), not just be polled. */
+function checkInput(sw: unknown, at: string, errors: string[], claim: (pin: number, what: string) => void, watched = true): void {
   if (!isObj(sw)) return void errors.push(`${at}: must be an object with pin, active_low, pull`);
   if (!isInt(sw.pin) || ESP32_GPIO.indexOf(sw.pin) < 0) errors.push(`${at}.pin: GPIO${String(sw.pin)} is not a usable ESP32 GPIO`);
+  else if (watched && ESP32_WATCHABLE.indexOf(sw.pin) < 0)
+    errors.push(`${at}.pin: Espruino cannot setWatch GPIO${sw.pin} on the ESP32; use one of ${ESP32_WATCHABLE.join(', ')}`);
   else claim(sw.pin, `${at}.pin`);
   if (sw.active_low !== undefined && typeof sw.active_low !== 'boolean') errors.push(`${at}.active_low: must be true or false`);
   if (sw.pull !== 'up' && sw.pull !== 'down' && sw.pull !== 'external') errors.push(`${at}.pull: must be "up", "down" or "external"`);
@@ -110,6 +117,8 @@ function checkStepper(raw: unknown, at: string, axes: string[], errors: string[]
   else {
     if (typeof d.part !== 'string') errors.push(`${at}.driver.part: must name the driver chip`);
     checkOutput(d.step_pin, `${at}.driver.step_pin`, errors, claim);
+    if (isInt(d.step_pin) && ESP32_DAC.indexOf(d.step_pin) >= 0)
+      errors.push(`${at}.driver.step_pin: GPIO${d.step_pin} is a DAC pin where Espruino's analogWrite makes a voltage, not step pulses`);
     checkOutput(d.dir_pin, `${at}.driver.dir_pin`, errors, claim);
     checkOutput(d.enable_pin, `${at}.driver.enable_pin`, errors, claim);
     if (d.dir_positive_level !== 0 && d.dir_positive_level !== 1) errors.push(`${at}.driver.dir_positive_level: must be 0 or 1`);
@@ -121,7 +130,7 @@ function checkStepper(raw: unknown, at: string, axes: string[], errors: string[]
   if (!isObj(e)) errors.push(`${at}.encoder: must be an object`);
   else {
     checkInput({ pin: e.a_pin, pull: e.pull }, `${at}.encoder.a`, errors, claim);
-    checkInput({ pin: e.b_pin, pull: e.pull }, `${at}.encoder.b`, errors, claim);
+    checkInput({ pin: e.b_pin, pull: e.pull }, `${at}.encoder.b`, errors, claim, false);
     if (!isPos(e.counts_per_mm)) errors.push(`${at}.encoder.counts_per_mm: must be a positive number`);
   }
   checkInput(s.home, `${at}.home`, errors, claim);
