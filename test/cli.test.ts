@@ -63,6 +63,25 @@ describe('proofrig call drives a running rig and follows the command to its end'
   });
 });
 
+describe('proofrig call follows a move with live progress', () => {
+  let running: Running;
+  const STEPPER = fileURLToPath(new URL('../boards/stepper-rig.json', import.meta.url));
+  beforeAll(async () => {
+    running = await serve({ db: tmp(), port: 0, sims: [{ boardFile: STEPPER }], logger: pino({ level: 'silent' }), heartbeatMs: 200, seed: 1 });
+    await until(() => running.core.devices.view('stepper-rig')?.online === true, 8000, 'slide online');
+  });
+  afterAll(() => running.close());
+
+  it('prints position, percent and remaining time until the move is terminal', async () => {
+    const home = await run(['call', 'stepper_home', 'device_id=stepper-rig', 'axis=x', '--url', running.url]);
+    expect(home.code).toBe(0);
+    const r = await run(['call', 'stepper_move', 'device_id=stepper-rig', 'axis=x', 'target_mm=60', '--url', running.url]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/running .*pos=\d+(\.\d+)? mm {2}\d+% {2}~\d+\.\d s left/);
+    expect(r.stdout.trim().split('\n').at(-2)).toMatch(/completed {2}evidence=encoder {2}verified=true {2}pos=(59\.[89]|60(\.[0-2])?)\d* mm/);
+  });
+});
+
 describe('proofrig serve --stdio', () => {
   it('speaks nothing but MCP on stdout and drives the simulated rig; logs go to stderr', async () => {
     const transport = new StdioClientTransport({
