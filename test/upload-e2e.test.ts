@@ -156,6 +156,25 @@ describe('upload to a blank simulated ESP32', () => {
     expect(j.device('slide-1')!.secret).toBe(cfg.secret);
     j.close();
   });
+
+  it('EspruinoTools over proofrig\'s own transport (the --port path, minus the serial port) writes the same verified files', async () => {
+    const blank = await blankRig();
+    rig = blank.rig;
+    const out: string[] = [];
+    const r = await upload({
+      tcp: `127.0.0.1:${blank.port}`,
+      toolsViaTransport: true,
+      boardFile: RELAY_BOARD,
+      deviceId: 'bench-9',
+      hostUrl: 'ws://127.0.0.1:9',
+      db: tempDb(),
+      log: (l) => out.push(l),
+      debug: (l) => out.push(l),
+    });
+    expect(out).toContain('espruino: proofrig transport: connected (proofrig-transport)');
+    expect(Buffer.from(rig.storage.readBytes(BOOT_CODE_FILE)!)).toEqual(readFileSync(FIRMWARE_FILE));
+    expect(r.files.every((f) => out.includes(`CRC ok: ${f.name} 0x${f.crc.toString(16).padStart(8, '0')} (${f.bytes} bytes)`))).toBe(true);
+  });
 });
 
 describe('upload failures', () => {

@@ -14,9 +14,17 @@
 //   registers the device and then reboots it. SET_TIME_ON_WRITE off (the firmware keeps its own clock).
 // - Bluetooth (noble, node-ble) is switched off before it scans anything: headless machines have none.
 // - Over TCP its per-chunk 250 ms delays are off (TCP has flow control); over serial they stay.
+// - TCP goes through its own "Node Socket" device (tcp://HOST:PORT). A serial port goes through a device
+//   of ours registered in Espruino.Core.Serial.devices (its documented extension point) over our
+//   transport: its own serial device opens a port only if `serialport.list()` reports it (that needs
+//   udev on Linux, absent in containers and on some systems) and it brings serialport 10 while the host
+//   uses 13. EspruinoTools' line splitting, throttling and Save on Send apply either way.
 import { createRequire } from 'node:module';
 import { UploadError } from './errors.js';
-import { describeTarget, type ConsoleTarget } from './transport.js';
+import { describeTarget, open, type ConsoleTarget, type Transport } from './transport.js';
+
+/** The port name EspruinoTools sees for our transport device. */
+export const ADAPTER_PORT = 'proofrig-transport';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Tools = {
@@ -59,8 +67,54 @@ function safeString(a: unknown): string {
   }
 }
 
+let adapterOpen: (() => Promise<Transport>) | undefined;
+let adapterInstalled = false;
+
+/** Our transport as an EspruinoTools serial device (getPorts/open/write/close, data as ArrayBuffers). */
+function installAdapter(E: any): void {
+  if (adapterInstalled) return;
+  adapterInstalled = true;
+  let current: Transport | undefined;
+  E.Core.Serial.devices.push({
+    name: 'proofrig transport',
+    getPorts: (cb: (ports: unknown[], instant: boolean) => void) =>
+      cb(adapterOpen ? [{ path: ADAPTER_PORT, description: 'proofrig console transport', type: 'usb' }] : [], true),
+    open: (_path: string, openCb: (info?: unknown) => void, receiveCb: (data: ArrayBuffer) => void, disconnectCb: () => void) => {
+      if (!adapterOpen) return openCb(undefined);
+      adapterOpen().then(
+        (t) => {
+          current = t;
+          console.log(`proofrig transport: connected (${ADAPTER_PORT})`);
+          t.onData((chunk) => receiveCb(Uint8Array.from(Buffer.from(chunk, 'latin1')).buffer));
+          t.onClose(() => {
+            if (current === t) current = undefined;
+            disconnectCb();
+          });
+          openCb({ ok: true });
+        },
+        (e: Error) => {
+          console.error(`Unable to connect: ${e.message}`);
+          openCb(undefined);
+        },
+      );
+    },
+    write: (data: string, cb: () => void) => {
+      if (!current) return cb();
+      current.write(Buffer.from(data, 'latin1')).then(cb, (e: Error) => {
+        console.error(`RECEIVE ERROR: write failed: ${e.message}`);
+        cb();
+      });
+    },
+    close: () => {
+      void current?.close();
+    },
+  });
+}
+
 export interface SaveBootCodeOptions {
   target: ConsoleTarget;
+  /** Send through our transport device even over TCP (tests use it to exercise the serial path). */
+  viaTransport?: boolean;
   /** The file's bytes as a latin1 string (EspruinoTools passes char codes 0..255 through unchanged). */
   code: string;
   /** EspruinoTools' own log lines. */
@@ -77,7 +131,9 @@ export async function saveBootCode(o: SaveBootCodeOptions): Promise<string[]> {
     if (/^(ERROR|Unable|Prompt not detected|serial: Port .* not found|RECEIVE ERROR)/.test(line)) errors.push(line);
     o.debug(line);
   };
-  const port = describeTarget(o.target);
+  const where = describeTarget(o.target);
+  const viaTransport = o.viaTransport === true || o.target.kind === 'serial';
+  const port = viaTransport ? ADAPTER_PORT : where;
   const chunks = Math.ceil(o.code.length / 1024);
   const timeoutMs = o.timeoutMs ?? 30000 + (o.target.kind === 'serial' ? chunks * 1000 : 0) + o.code.length / 5;
   return captured(sink, async () => {
@@ -104,9 +160,12 @@ export async function saveBootCode(o: SaveBootCodeOptions): Promise<string[]> {
       PRETOKENISE: 0,
       ENV_ON_CONNECT: true,
       BAUD_RATE: o.target.kind === 'serial' ? o.target.baud : 115200,
-      SERIAL_TCPIP: o.target.kind === 'tcp' ? [port] : [],
+      SERIAL_TCPIP: viaTransport ? [] : [where],
       STORAGE_UPLOAD_METHOD: o.target.kind === 'tcp' ? 1 : 0,
     });
+    installAdapter(E);
+    const target = o.target;
+    adapterOpen = viaTransport ? () => open(target) : undefined;
     // Refresh its port table now, so a second upload in the same process finds the new address at once.
     await new Promise<void>((r) => E.Core.Serial.getPorts(() => r()));
     await new Promise<void>((resolve, reject) => {
@@ -116,12 +175,12 @@ export async function saveBootCode(o: SaveBootCodeOptions): Promise<string[]> {
         } catch {
           // already closed
         }
-        reject(new UploadError('UPLOAD_FAILED', `EspruinoTools did not finish sending .bootcde to ${port} within ${Math.round(timeoutMs / 1000)} s`));
+        reject(new UploadError('UPLOAD_FAILED', `EspruinoTools did not finish sending .bootcde to ${where} within ${Math.round(timeoutMs / 1000)} s`));
       }, timeoutMs);
       t.sendCode(port, o.code, (response) => {
         clearTimeout(timer);
         if (response === undefined && errors.some((l) => /Unable to connect|not found/.test(l)))
-          reject(new UploadError('NO_CONSOLE', `EspruinoTools could not connect to ${port}: ${errors.join('; ')}`));
+          reject(new UploadError('NO_CONSOLE', `EspruinoTools could not connect to ${where}: ${errors.join('; ')}`));
         else resolve();
       });
     });

@@ -43,6 +43,11 @@ export interface UploadOptions {
   firmwareFile?: string;
   /** Baud rate for --port (default 115200, Espruino's console rate on the ESP32). */
   baud?: number;
+  /**
+   * Run EspruinoTools over proofrig's own transport even for --tcp (it always does for --port); the
+   * default for --tcp is EspruinoTools' own socket device.
+   */
+  toolsViaTransport?: boolean;
   /** One line per step. Never receives a secret. */
   log: (line: string) => void;
   /** Console traffic and EspruinoTools' chatter, redacted (for --verbose). */
@@ -200,7 +205,12 @@ async function run(o: UploadOptions, c: Checked, secret: string, redact: (s: str
     log(`warning: the board says it is ${env.BOARD}, not an ESP32; the pin map of ${c.board.id} is for an ESP32`);
 
   // 3. The firmware, with EspruinoTools (reset() first: the old program stops before anything is written).
-  const warnings = await saveBootCode({ target: c.target, code: fw.toString('latin1'), debug: (l) => debug(`espruino: ${l}`) });
+  const warnings = await saveBootCode({
+    target: c.target,
+    viaTransport: o.toolsViaTransport,
+    code: fw.toString('latin1'),
+    debug: (l) => debug(`espruino: ${l}`),
+  });
   for (const w of warnings) debug(`espruino warning: ${w}`);
   log(`wrote ${BOOT_CODE_FILE}: ${fw.length} bytes (EspruinoTools, Save on Send to Storage)`);
 
