@@ -157,6 +157,26 @@ describe('upload to a blank simulated ESP32', () => {
     j.close();
   });
 
+  it('uploading again to a board that runs proofrig re-keys it: new secret in the journal, the device back online with it', async () => {
+    const db = tempDb();
+    running = await serve({ db, port: 0, sims: [], logger: pino({ level: 'silent' }), heartbeatMs: 150, offlineGraceMs: 8000 });
+    const blank = await blankRig();
+    rig = blank.rig;
+    const opts = { tcp: `127.0.0.1:${blank.port}`, boardFile: RELAY_BOARD, deviceId: 'bench-5', hostUrl: `ws://127.0.0.1:${running.http.port}`, db, log: () => {} };
+    const online = () => running!.core.devices.view('bench-5')?.online === true;
+    await upload(opts);
+    await until(online, 8000, 'online after the first upload');
+    const first = (rig.storage.readJSON(CONFIG_FILE) as RigConfig).secret;
+    const firstBoot = running.core.devices.view('bench-5')!.boot_id;
+    await upload(opts); // the firmware is running and connected while this happens
+    const second = (rig.storage.readJSON(CONFIG_FILE) as RigConfig).secret;
+    expect(second).not.toBe(first);
+    expect(running.core.journal.device('bench-5')!.secret).toBe(second);
+    // Power-on, reset + load per upload: boot 5 is the new firmware, authenticated with the new secret.
+    await until(() => online() && running!.core.devices.view('bench-5')!.boot_id !== firstBoot, 8000, 'online again after the second upload');
+    expect(rig.bootCount).toBe(5);
+  });
+
   it('EspruinoTools over proofrig\'s own transport (the --port path, minus the serial port) writes the same verified files', async () => {
     const blank = await blankRig();
     rig = blank.rig;
