@@ -134,7 +134,9 @@ describe('firmware stepper: boot', () => {
     expect(rig.modes[STEP]).toBe('output');
     // Never enabled during boot (active-low enable never written 0).
     expect(rig.writes.some(([p, v]) => p === EN && v === 0)).toBe(false);
-    for (const p of [A, B, FAULT, HOME, LIMIT]) expect(rig.modes[p], 'GPIO' + p).toBe('input_pullup');
+    const mode = (pull: string) => (pull === 'up' ? 'input_pullup' : pull === 'down' ? 'input_pulldown' : 'input');
+    for (const [p, pull] of [[A, X.encoder.pull], [B, X.encoder.pull], [FAULT, X.driver.fault.pull], [HOME, X.home.pull], [LIMIT, X.limit_max!.pull]] as const)
+      expect(rig.modes[p], 'GPIO' + p).toBe(mode(pull));
     const w = rig.watches.map((x) => [x.pin, x.edge, x.repeat, x.data]);
     expect(w).toEqual([
       [A, 'both', true, B],
@@ -186,7 +188,7 @@ describe('firmware stepper: stepper.home', () => {
     expect(tail).toContain('tx');
     expect(rig.pwm[STEP]).toBeUndefined();
     const [res] = results(recv(rig, s));
-    expect(res).toMatchObject({ t: 'res', rid: 'h1', st: 'completed', ev: 'aux_contact', ver: true, msg: 'x homed: switch on GPIO4 closed' });
+    expect(res).toMatchObject({ t: 'res', rid: 'h1', st: 'completed', ev: 'aux_contact', ver: true, msg: `x homed: switch on GPIO${HOME} closed` });
     expect(res.s.axes[0]).toMatchObject({ pos: 0, cmd: 0, moving: false, homed: true, home: true });
     // Holding torque: the driver stays enabled.
     expect(rig.pins[EN]).toBe(0);
@@ -198,7 +200,7 @@ describe('firmware stepper: stepper.home', () => {
     rig.input(HOME, 0);
     rig.send(s, home('h1'));
     const fs = recv(rig, s);
-    expect(fs[1]).toMatchObject({ rid: 'h1', st: 'completed', ev: 'aux_contact', msg: 'x homed: switch on GPIO4 already closed' });
+    expect(fs[1]).toMatchObject({ rid: 'h1', st: 'completed', ev: 'aux_contact', msg: `x homed: switch on GPIO${HOME} already closed` });
     expect(fs[1].s.axes[0]).toMatchObject({ pos: 0, homed: true });
     expect(rig.trace.some((t) => t.startsWith('aw '))).toBe(false);
   });
@@ -209,7 +211,7 @@ describe('firmware stepper: stepper.home', () => {
     const fs = runTo({ rig, s, slide }, 'h1', 25000);
     const res = results(fs)[0];
     expect(res).toMatchObject({ st: 'failed', code: 'NO_FEEDBACK', ver: false });
-    expect(res.msg).toMatch(/^x: home switch on GPIO4 never closed within 210 mm \(encoder moved -2(09|10)\.\d\d mm\)/);
+    expect(res.msg).toMatch(new RegExp(`^x: home switch on GPIO${HOME} never closed within 210 mm \\(encoder moved -2(09|10)\\.\\d\\d mm\\)`));
     expect(rig.pwm[STEP]).toBeUndefined();
     expect(res.s.axes[0].homed).toBe(false);
     // About 210 mm at 10 mm/s.
@@ -331,7 +333,7 @@ describe('firmware stepper: stepper.move', () => {
     b.rig.send(b.s, move('m1', 50));
     const res = results(recv(b.rig, b.s))[0];
     expect(res).toMatchObject({ st: 'failed', code: 'MOTOR_STALL', ev: 'encoder', ver: false });
-    expect(res.msg).toMatch(/^x: driver FAULT \(GPIO25\) already asserted at 0\.00 mm; nothing moved/);
+    expect(res.msg).toMatch(new RegExp(`^x: driver FAULT \\(GPIO${FAULT}\\) already asserted at 0\\.00 mm; nothing moved`));
     expect(b.rig.trace.slice(n).some((t) => t.startsWith('aw '))).toBe(false);
     expect(b.rig.pins[EN]).toBe(1);
   });
@@ -414,7 +416,7 @@ describe('firmware stepper: stepper.move', () => {
     expect(b.rig.trace[n]).toBe('dw ' + STEP + ' 0');
     const [res] = results(recv(b.rig, b.s));
     expect(res).toMatchObject({ rid: 'm1', st: 'failed', code: 'LIMIT_HIT', ev: 'encoder', ver: false });
-    expect(res.msg).toBe('x: max limit switch on GPIO16 closed at ' + (b.slide.count / CPM).toFixed(2) + ' mm, target 200 mm; motion stopped');
+    expect(res.msg).toBe(`x: max limit switch on GPIO${LIMIT} closed at `  + (b.slide.count / CPM).toFixed(2) + ' mm, target 200 mm; motion stopped');
     expect(res.s.axes[0]).toMatchObject({ limit: true, moving: false });
   });
 
@@ -431,7 +433,7 @@ describe('firmware stepper: stepper.move', () => {
     b.rig.input(HOME, 0);
     const [res] = recv(b.rig, b.s).filter((f) => f.t === 'res');
     expect(res).toMatchObject({ rid: 'm2', st: 'failed', code: 'LIMIT_HIT' });
-    expect(res.msg).toBe('x: home switch on GPIO4 closed at ' + (b.slide.count / CPM).toFixed(2) + ' mm, target 5 mm; motion stopped');
+    expect(res.msg).toBe(`x: home switch on GPIO${HOME} closed at `  + (b.slide.count / CPM).toFixed(2) + ' mm, target 5 mm; motion stopped');
   });
 
   it('a move starting with the switch of its direction closed fails LIMIT_HIT without a step', () => {
@@ -442,7 +444,7 @@ describe('firmware stepper: stepper.move', () => {
     const n = b.rig.trace.length;
     b.rig.send(b.s, move('m2', 60));
     const res = results(recv(b.rig, b.s))[0];
-    expect(res).toMatchObject({ st: 'failed', code: 'LIMIT_HIT', msg: 'x: max limit switch on GPIO16 already closed at 50.00 mm, target 60 mm; nothing moved' });
+    expect(res).toMatchObject({ st: 'failed', code: 'LIMIT_HIT', msg: `x: max limit switch on GPIO${LIMIT} already closed at 50.00 mm, target 60 mm; nothing moved` });
     expect(b.rig.trace.slice(n).some((t) => t.startsWith('aw '))).toBe(false);
     // Moving away from the closed switch is allowed.
     b.rig.send(b.s, move('m3', 40));

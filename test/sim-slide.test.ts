@@ -9,8 +9,9 @@ import { AXIS_FAULTS, SimRig, STALL_FAULT_MAX_MS, type AxisFault } from '../host
 
 const board = JSON.parse(readFileSync(new URL('../boards/stepper-rig.json', import.meta.url), 'utf8')) as BoardDef;
 const config = { dev: 'rig1', secret: '00', host: 'ws://127.0.0.1:1/device', board };
-// Axis x: STEP 26, DIR 27 (1 = +mm), nENBL 13 (low = enabled), nFAULT 25 (active low, pull up),
-// encoder A 32 / B 33 (pull up, 25 counts/mm), home 4 and limit 16 (active low, pull up); 200 steps/mm.
+// Axis x (pins from the board file): STEP, DIR (1 = +mm), nENBL (low = enabled), nFAULT (active low,
+// pull up), encoder A / B (external pull-ups, 25 counts/mm), home and limit (active low, pull up); 200 steps/mm.
+const X = board.steppers![0];
 
 function firmware(src: string): string {
   const p = join(mkdtempSync(join(tmpdir(), 'proofrig-sim-')), 'proofrig.js');
@@ -20,10 +21,11 @@ function firmware(src: string): string {
 
 /** Espruino-style firmware: driver helpers and an x2 decoder on A (B sampled with setWatch's data). */
 const PRELUDE = `
-  var ST = 26, DIR = 27, EN = 13, FLT = 25, A = 32, B = 33, HOME = 4, LIM = 16;
+  var ST = ${X.driver.step_pin}, DIR = ${X.driver.dir_pin}, EN = ${X.driver.enable_pin}, FLT = ${X.driver.fault.pin};
+  var A = ${X.encoder.a_pin}, B = ${X.encoder.b_pin}, HOME = ${X.home.pin}, LIM = ${X.limit_max!.pin};
   pinMode(EN, 'output'); digitalWrite(EN, 1);
   pinMode(DIR, 'output'); digitalWrite(DIR, 1);
-  pinMode(B, 'input_pullup'); pinMode(FLT, 'input_pullup'); pinMode(HOME, 'input_pullup'); pinMode(LIM, 'input_pullup');
+  pinMode(B, 'input'); pinMode(FLT, 'input_pullup'); pinMode(HOME, 'input_pullup'); pinMode(LIM, 'input_pullup');
   var count = 0, edges = 0, times = [];
   setWatch(function (e) { edges++; count += e.state !== e.data ? 1 : -1; times.push(e.time); }, A, { edge: 'both', repeat: true, data: B });
   function enable(on) { digitalWrite(EN, on ? 0 : 1); }
@@ -125,7 +127,7 @@ describe('switches', () => {
     expect(s.limit).toBe(true);
     expect(s.pos).toBeGreaterThanOrEqual(199.95);
     expect(s.pos).toBeLessThan(200.5);
-    expect(r.pinLevel(16)).toBe(0);
+    expect(r.pinLevel(X.limit_max!.pin)).toBe(0);
   });
 
   it('limit_stuck: limit_max reads closed wherever the carriage is, until cleared', () => {
@@ -152,7 +154,7 @@ describe('stall against an obstruction or a hard stop', () => {
     expect(s.pos).toBe(70);
     expect(s.faultAsserted).toBe(true);
     expect(s.stepping).toBe(true); // the firmware never stopped the train: FAULT stays lit
-    expect(r.pinLevel(25)).toBe(0);
+    expect(r.pinLevel(X.driver.fault.pin)).toBe(0);
     // 14000 steps at 6 kHz from t = 10 ms reach 70 mm; the next one (t = 2343.33 ms) is blocked.
     expect(lines.length).toBe(1);
     const t = Number(lines[0].split(' ')[1]);
@@ -223,15 +225,15 @@ describe('encoder and step faults', () => {
     const { rig: r, clock, lines } = rig(`enable(true); run(4000); at(262, stop); at(300, report);`, {
       setup: (x) => x.setFault('x', 'encoder_dead'),
     });
-    const before = [r.pinLevel(32), r.pinLevel(33)];
+    const before = [r.pinLevel(X.encoder.a_pin), r.pinLevel(X.encoder.b_pin)];
     expect(before).toEqual([0, 1]); // 0 counts: A = 0, B = floor(-0.5) mod 2 = 1
     clock.advance(400);
     expect(lines).toEqual(['count 0 edges 0']);
     expect(r.axis('x').pos).toBe(5.24);
-    expect([r.pinLevel(32), r.pinLevel(33)]).toEqual(before);
+    expect([r.pinLevel(X.encoder.a_pin), r.pinLevel(X.encoder.b_pin)]).toEqual(before);
     r.setFault('x', null);
     // 5.24 mm = 131 counts: A = 131 mod 2 = 1, B = floor(130.5) mod 2 = 0.
-    expect([r.pinLevel(32), r.pinLevel(33)]).toEqual([1, 0]);
+    expect([r.pinLevel(X.encoder.a_pin), r.pinLevel(X.encoder.b_pin)]).toEqual([1, 0]);
   });
 });
 
@@ -249,7 +251,7 @@ describe('power', () => {
     expect(r.axis('x').pos).toBe(s.pos);
     expect(motion).toEqual(['0 start x', '250 stop x']);
     const counts = s.pos * 25;
-    expect(r.pinLevel(32)).toBe(Math.floor(counts) % 2); // the encoder shows the kept position
+    expect(r.pinLevel(X.encoder.a_pin)).toBe(Math.floor(counts) % 2); // the encoder shows the kept position
   });
 });
 
