@@ -4,6 +4,8 @@ import pino from 'pino';
 import { call, parseToolArgs } from './call.js';
 import { parseSimSpec, serve } from './serve.js';
 import { registerFlashCommand } from './flash/command.js';
+import { registerUploadCommand } from './upload/index.js';
+import { registerSimCommand } from './sim/console-command.js';
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
 
@@ -83,6 +85,8 @@ export function buildCli(): Command {
     });
 
   registerFlashCommand(program);
+  registerUploadCommand(program);
+  registerSimCommand(program);
 
   return program;
 }
