@@ -1,10 +1,9 @@
 // The built firmware file (the one flashed and simulated) run against a scripted host in a vm
 // with fake Espruino globals and a virtual clock: the device behaviour the host relies on.
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { build } from 'tsup';
+import { buildFirmwareToTemp } from './helpers/firmware-build';
 import type { BoardDef, RigConfig } from '@proofrig/protocol';
 import { DEDUPE_RING_SIZE, parseToHost } from '@proofrig/protocol';
 import { loadFirmware, type FakeSocket, type Rig } from '../firmware/test/espruino-fake';
@@ -15,10 +14,7 @@ const config: RigConfig = { dev: 'bench-1', secret: '7f'.repeat(32), host: 'ws:/
 let file = '';
 
 beforeAll(async () => {
-  // Build into a private directory so a concurrent build of firmware/dist is never disturbed.
-  const out = mkdtempSync(join(tmpdir(), 'proofrig-fw-'));
-  await build({ config: join(root, 'firmware/tsup.config.ts'), outDir: out, clean: false, silent: true });
-  file = join(out, 'proofrig.js');
+  file = await buildFirmwareToTemp();
 }, 60000);
 
 function boot(hb = 1000): { rig: Rig; s: FakeSocket; hello: Record<string, any> } {

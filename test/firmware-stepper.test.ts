@@ -2,11 +2,10 @@
 // scripted host. The fake has no physics: each test decides what the encoder, FAULT and switches
 // do (the `Slide` helper below turns the pulses issued into encoder counts at a chosen ratio) and
 // checks what the firmware decides from them.
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { build } from 'tsup';
+import { buildFirmwareToTemp } from './helpers/firmware-build';
 import type { BoardDef, RigConfig } from '@proofrig/protocol';
 import { moveDurationS, parseToHost } from '@proofrig/protocol';
 import { loadFirmware, type FakeSocket, type Rig } from '../firmware/test/espruino-fake';
@@ -30,9 +29,7 @@ const config = (b: BoardDef): RigConfig => ({ dev: 'slide-1', secret: '5e'.repea
 let file = '';
 
 beforeAll(async () => {
-  const out = mkdtempSync(join(tmpdir(), 'proofrig-fw-'));
-  await build({ config: join(root, 'firmware/tsup.config.ts'), outDir: out, clean: false, silent: true });
-  file = join(out, 'proofrig.js');
+  file = await buildFirmwareToTemp();
 }, 60000);
 
 /** Every frame the device sends must pass the host's validator. */
