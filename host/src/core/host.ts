@@ -111,7 +111,7 @@ export class HostCore implements SessionHandler {
 
   offline(s: Session, reason: string): void {
     this.sessions.delete(s);
-    if (this.devices.offline(s)) this.log.info({ evt: 'device_offline', device_id: s.dev, boot: s.boot, reason }, 'device offline');
+    if (s.authed && this.devices.offline(s)) this.log.info({ evt: 'device_offline', device_id: s.dev, boot: s.boot, reason }, 'device offline');
   }
 
   frame(s: Session, f: ToHostFrame): void {

@@ -22,7 +22,7 @@ export interface SessionHandler {
   credentials(dev: string): { secret: string; boardId: string } | undefined;
   /** The device proved itself. */
   online(s: Session): void;
-  /** The connection is gone (only called for sessions that came online). */
+  /** The connection is gone, authenticated or not. */
   offline(s: Session, reason: string): void;
   /** A valid frame from an authenticated device. */
   frame(s: Session, f: ToHostFrame): void;
@@ -145,6 +145,6 @@ export class Session {
     if (this.ended) return;
     this.ended = true;
     this.clock.clearTimeout(this.timer);
-    if (this.authed) this.h.offline(this, reason);
+    this.h.offline(this, reason);
   }
 }
