@@ -361,3 +361,23 @@ describe('motion commands', () => {
     expect(rr.reason).toMatch(/cannot be recalled/);
   });
 });
+
+describe('a device that claims done but never delivers', () => {
+  it('is asked a bounded number of times, then the command ends timeout', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    clock.advance(s.deadline_ms!);
+    for (let i = 0; i < 10 && !core.status(s.command_id)!.terminal; i++) {
+      await flush();
+      const q = d.of('q').filter((f) => f.rid === rid).at(-1)!;
+      d.send({ t: 'state', q: q.q, s: d.state(true), rid, rst: 'done' });
+      await flush();
+      clock.advance(100);
+    }
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT' });
+    expect(core.status(s.command_id)!.detail).toMatch(/result never arrived/);
+    expect(d.of('q').filter((f) => f.rid === rid).length).toBe(4);
+  });
+});

@@ -12,14 +12,19 @@ export interface Clock {
   clearTimeout(h: TimerHandle | undefined): void;
 }
 
+interface RealHandle extends TimerHandle {
+  t: NodeJS.Timeout;
+}
+
+let realIds = 0;
+
 export const realClock: Clock = {
   now: () => Date.now(),
-  setTimeout(fn, ms) {
-    const t = setTimeout(fn, ms);
-    return { id: Number(t[Symbol.toPrimitive]()), t } as TimerHandle;
+  setTimeout(fn, ms): RealHandle {
+    return { id: ++realIds, t: setTimeout(fn, ms) };
   },
   clearTimeout(h) {
-    if (h) clearTimeout((h as unknown as { t: NodeJS.Timeout }).t);
+    if (h) clearTimeout((h as RealHandle).t);
   },
 };
 

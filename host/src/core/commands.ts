@@ -68,6 +68,8 @@ export class Commands extends EventEmitter {
   /** Commands whose deadline passed while their device was offline, with the grace timer. */
   private waiting = new Map<string, TimerHandle>();
   private closed = false;
+  /** How often a device said "done" after the deadline without its result arriving. */
+  private doneWaits = new Map<string, number>();
 
   constructor(
     private readonly journal: Journal,
@@ -320,8 +322,9 @@ export class Commands extends EventEmitter {
     if (!answer) return this.awaitDevice(c, `device did not answer a state query within ${wait} ms; waiting for it to reconnect`);
     c.device_state = answer.s;
     c.device_state_at = this.clock.now();
-    if (answer.rst === 'done') {
-      // The device re-sends the stored result right after its state frame; give it one round trip.
+    if (answer.rst === 'done' && (this.doneWaits.get(id) ?? 0) < 3) {
+      // The device re-sends the stored result right after its state frame; give it a round trip.
+      this.doneWaits.set(id, (this.doneWaits.get(id) ?? 0) + 1);
       this.arm(id, this.devices.rttMax(dev) * 2);
       this.journal.update(c, false, 'device says done after the deadline; waiting for its result frame');
       return;
@@ -338,7 +341,9 @@ export class Commands extends EventEmitter {
       detail:
         answer.rst === 'running'
           ? `deadline passed and device ${dev} reports the command still running; the outcome is unknown`
-          : `deadline passed and device ${dev} has no record of request ${c.request_id}; it was not executed as far as the device remembers`,
+          : answer.rst === 'done'
+            ? `device ${dev} says the command is done but its result never arrived; the outcome is unknown`
+            : `deadline passed and device ${dev} has no record of request ${c.request_id}; it was not executed as far as the device remembers`,
     });
   }
 
@@ -384,6 +389,7 @@ export class Commands extends EventEmitter {
     this.deadlines.delete(c.command_id);
     this.clock.clearTimeout(this.waiting.get(c.command_id));
     this.waiting.delete(c.command_id);
+    this.doneWaits.delete(c.command_id);
     this.logTerminal(c);
     this.changed(c);
   }
