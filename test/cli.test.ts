@@ -114,6 +114,26 @@ describe('proofrig serve --stdio', () => {
   });
 });
 
+describe('serve --console-port', () => {
+  it("exposes each simulated rig's Espruino console on loopback TCP, evaluating against its Storage", async () => {
+    const running = await serve({ db: tmp(), port: 0, sims: [{ boardFile: RELAY_BOARD }], logger: pino({ level: 'silent' }), consolePort: 0, seed: 1 });
+    try {
+      const port = running.consoles.get(RIG)!;
+      expect(port).toBeGreaterThan(0);
+      const { connect } = await import('node:net');
+      const sock = connect(port, '127.0.0.1');
+      let out = '';
+      sock.on('data', (d) => (out += d.toString('latin1')));
+      await new Promise((r) => sock.once('connect', r));
+      sock.write('\x10print("dev=" + require("Storage").readJSON("proofrig.json").dev)\n');
+      await until(() => out.includes('dev=' + RIG), 3000, 'console answer');
+      sock.destroy();
+    } finally {
+      await running.close();
+    }
+  });
+});
+
 describe('proofrig serve refuses bad input before starting anything', () => {
   it.each([
     [['serve', '--sim', 'boards/nope.json'], /board file boards\/nope.json does not exist/],

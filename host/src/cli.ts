@@ -31,6 +31,11 @@ export function buildCli(): Command {
     .option('--allow-remote-mcp', 'answer MCP requests from other machines too (MCP has no authentication; devices always do)', false)
     .option('--sim <board[=id]>', 'start a simulated rig running the built firmware (repeatable)', collect, [])
     .option('--fault <dev:part:fault>', 'inject a fault into a simulated rig, e.g. relay-rig-4ch:relay2:coil_open (repeatable)', collect, [])
+    .addOption(
+      new Option('--console-port <port>', "serve each simulated rig's Espruino console on loopback TCP (rig i on port + i), for proofrig upload --tcp").argParser(
+        intOption('--console-port', 0, 65535),
+      ),
+    )
     .option('--db <path>', 'journal database file', '.proofrig/journal.db')
     .addOption(new Option('--heartbeat-ms <ms>', 'heartbeat period asked of devices').default(2000).argParser(intOption('--heartbeat-ms', 50, 600000)))
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error', 'silent']).default('info'))
@@ -46,6 +51,7 @@ export function buildCli(): Command {
         faults: o.fault,
         logger,
         heartbeatMs: o.heartbeatMs,
+        consolePort: o.consolePort,
       });
       const mcpUrl = `${running.url}/mcp`;
       const banner = [
@@ -53,6 +59,7 @@ export function buildCli(): Command {
         `  MCP (Streamable HTTP): ${mcpUrl}${o.stdio ? '   (and stdio)' : ''}`,
         `  devices connect to:    ws://${o.listen === '0.0.0.0' ? '<this-pc>' : o.listen}:${running.http.port}/device`,
         `  journal:               ${o.db}`,
+        ...[...running.consoles].map(([id, port]) => `  ${id} Espruino console: tcp://127.0.0.1:${port}`),
         '',
         'Connect an MCP client, e.g. in its config:',
         JSON.stringify({ mcpServers: { proofrig: { type: 'http', url: mcpUrl } } }, null, 2),

@@ -36,12 +36,16 @@ export interface ServeOptions {
   firmwareFile?: string;
   /** Seed for the simulated rigs (actuation jitter); random when absent. */
   seed?: number;
+  /** Serve each simulated rig's Espruino console on loopback TCP from this port on (rig i on port + i). */
+  consolePort?: number;
 }
 
 export interface Running {
   core: HostCore;
   http: HttpHost;
   rigs: Map<string, SimRig>;
+  /** Console port of each simulated rig, when consolePort was given. */
+  consoles: Map<string, number>;
   url: string;
   close(): Promise<void>;
 }
@@ -94,6 +98,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
   const url = `http://${o.listenHost ?? '127.0.0.1'}:${http.port}`;
 
   const rigs = new Map<string, SimRig>();
+  const consoles = new Map<string, number>();
   try {
     for (const s of sims) {
       const secret = newSecret();
@@ -109,6 +114,10 @@ export async function serve(o: ServeOptions): Promise<Running> {
     }
     for (const f of faults) rigs.get(f.device)!.setFault(f.part, f.fault as never, f.where);
     for (const rig of rigs.values()) rig.boot();
+    if (o.consolePort !== undefined) {
+      let i = 0;
+      for (const [id, rig] of rigs) consoles.set(id, await rig.serveConsole(o.consolePort === 0 ? 0 : o.consolePort + i++));
+    }
 
     if (o.stdio) {
       const server = createMcpServer(core);
@@ -126,5 +135,5 @@ export async function serve(o: ServeOptions): Promise<Running> {
     await http.close();
     core.close();
   };
-  return { core, http, rigs, url, close };
+  return { core, http, rigs, consoles, url, close };
 }
