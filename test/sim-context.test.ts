@@ -1,16 +1,9 @@
 // The firmware's world: only Espruino's globals, Espruino's timer/console/E/process semantics.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { firmware } from './helpers/sim-script.js';
 import { VirtualClock } from '../host/src/core/clock.js';
 import { SimRig } from '../host/src/sim/index.js';
-
-function firmware(src: string): string {
-  const p = join(mkdtempSync(join(tmpdir(), 'proofrig-sim-')), 'proofrig.js');
-  writeFileSync(p, src);
-  return p;
-}
 
 function run(src: string, seed = 7) {
   const clock = new VirtualClock(5000);

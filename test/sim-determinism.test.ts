@@ -1,8 +1,7 @@
 // Replay: the same seed on a VirtualClock gives the same run, to the pin edge and the console line.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { firmware } from './helpers/sim-script.js';
 import type { BoardDef } from '../shared-protocol/src/board.js';
 import { VirtualClock } from '../host/src/core/clock.js';
 import { SimRig } from '../host/src/sim/index.js';
@@ -26,8 +25,7 @@ const FIRMWARE = `
   setTimeout(step, 10);`;
 
 function trace(seed: number): string[] {
-  const path = join(mkdtempSync(join(tmpdir(), 'proofrig-sim-')), 'proofrig.js');
-  writeFileSync(path, FIRMWARE);
+  const path = firmware(FIRMWARE);
   const clock = new VirtualClock(0);
   const out: string[] = [];
   const rig = new SimRig({ firmwarePath: path, clock, seed, config, console: (l) => out.push(`${clock.now()} ${l}`) });

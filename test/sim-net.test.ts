@@ -1,17 +1,10 @@
 // The firmware's network: require('net') over real TCP, Espruino's events and error codes, link outages, Wifi.
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { firmware } from './helpers/sim-script.js';
 import { realClock, VirtualClock, type Clock } from '../host/src/core/clock.js';
 import { SimRig, WIFI_CONNECT_MS } from '../host/src/sim/index.js';
-
-function firmware(src: string): string {
-  const p = join(mkdtempSync(join(tmpdir(), 'proofrig-sim-')), 'proofrig.js');
-  writeFileSync(p, src);
-  return p;
-}
 
 async function waitFor(pred: () => boolean, what: string, ms = 3000): Promise<void> {
   const t0 = Date.now();

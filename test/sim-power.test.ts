@@ -1,8 +1,7 @@
 // Power: boot, power loss, reboot and shutdown. Nothing of a dead boot may ever run again; flash survives.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { firmware } from './helpers/sim-script.js';
 import type { BoardDef } from '../shared-protocol/src/board.js';
 import { CONFIG_FILE } from '../shared-protocol/src/constants.js';
 import { VirtualClock } from '../host/src/core/clock.js';
@@ -10,12 +9,6 @@ import { SimRig } from '../host/src/sim/index.js';
 
 const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
 const config = { dev: 'rig1', secret: '00', host: 'ws://127.0.0.1:1/device', board };
-
-function firmware(src: string): string {
-  const p = join(mkdtempSync(join(tmpdir(), 'proofrig-sim-')), 'proofrig.js');
-  writeFileSync(p, src);
-  return p;
-}
 
 function make(src: string, seed = 5) {
   const clock = new VirtualClock(0);

@@ -1,8 +1,8 @@
 // Relay physics of the rig (coil → armature → aux contact) and the faults that can be injected into it.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { firmware } from './helpers/sim-script.js';
 import type { BoardDef } from '../shared-protocol/src/board.js';
 import { VirtualClock } from '../host/src/core/clock.js';
 import { SimRig, type RelayFault } from '../host/src/sim/index.js';
@@ -10,12 +10,6 @@ import { SimRig, type RelayFault } from '../host/src/sim/index.js';
 const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
 const config = { dev: 'rig1', secret: '00', host: 'ws://127.0.0.1:1/device', board };
 // K1: GPIO23 active-low, operate 10 ms / release 5 ms, aux contact on GPIO34 (active-low, external pull-up).
-
-function firmware(src: string): string {
-  const p = join(mkdtempSync(join(tmpdir(), 'proofrig-sim-')), 'proofrig.js');
-  writeFileSync(p, src);
-  return p;
-}
 
 /** Firmware that drives K1; `actions` schedules what the test needs from inside the firmware. */
 function rig(seed = 11, actions = '') {

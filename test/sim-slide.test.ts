@@ -1,8 +1,8 @@
 // The lead-screw slide of the stepper rig: driver inputs → carriage → encoder, switches and FAULT, with faults.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { firmware } from './helpers/sim-script.js';
 import type { BoardDef } from '../shared-protocol/src/board.js';
 import { VirtualClock } from '../host/src/core/clock.js';
 import { AXIS_FAULTS, SimRig, STALL_FAULT_MAX_MS, type AxisFault } from '../host/src/sim/index.js';
@@ -12,12 +12,6 @@ const config = { dev: 'rig1', secret: '00', host: 'ws://127.0.0.1:1/device', boa
 // Axis x (pins from the board file): STEP, DIR (1 = +mm), nENBL (low = enabled), nFAULT (active low,
 // pull up), encoder A / B (external pull-ups, 25 counts/mm), home and limit (active low, pull up); 200 steps/mm.
 const X = board.steppers![0];
-
-function firmware(src: string): string {
-  const p = join(mkdtempSync(join(tmpdir(), 'proofrig-sim-')), 'proofrig.js');
-  writeFileSync(p, src);
-  return p;
-}
 
 /** Espruino-style firmware: driver helpers and an x2 decoder on A (B sampled with setWatch's data). */
 const PRELUDE = `

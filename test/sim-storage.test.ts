@@ -1,16 +1,8 @@
 // The simulated flash Storage: Espruino's file semantics, from the firmware and from Node.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { firmware } from './helpers/sim-script.js';
 import { VirtualClock } from '../host/src/core/clock.js';
 import { SimRig, SimStorage } from '../host/src/sim/index.js';
-
-function firmware(src: string): string {
-  const p = join(mkdtempSync(join(tmpdir(), 'proofrig-sim-')), 'proofrig.js');
-  writeFileSync(p, src);
-  return p;
-}
 
 function run(src: string, prepare?: (s: SimStorage) => void) {
   const lines: string[] = [];
