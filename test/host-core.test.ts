@@ -47,6 +47,20 @@ async function online(boot = 'boot0001') {
   return d;
 }
 
+/** Switch channel 1 on an online device, optionally let it acknowledge, and let the deadline pass. */
+async function pastDeadline(ack = false) {
+  const d = await online();
+  const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+  await flush();
+  const rid = d.of('cmd')[0].rid as string;
+  if (ack) d.send({ t: 'ack', rid, st: 'accepted' });
+  clock.advance(s.deadline_ms!);
+  await flush();
+  /** The host's latest state query about this command. */
+  const query = () => d.of('q').filter((f) => f.rid === rid).at(-1)!;
+  return { d, s, rid, query };
+}
+
 describe('a device must prove its per-device secret', () => {
   it('a wrong secret is refused with AUTH_FAILED and the device never comes online', async () => {
     const d = new FakeDevice(core, 'rig1', SECRET, 'boot0001');
@@ -180,13 +194,8 @@ describe('the lifecycle follows the device', () => {
 
 describe('after the deadline the host asks the device before deciding', () => {
   it('a device that says the command is done re-sends its result and the command completes', async () => {
-    const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
-    await flush();
-    const rid = d.of('cmd')[0].rid;
-    clock.advance(s.deadline_ms!);
-    await flush();
-    const q = d.of('q').find((f) => f.rid === rid)!;
+    const { d, s, rid, query } = await pastDeadline();
+    const q = query();
     expect(q).toBeDefined();
     d.send({ t: 'state', q: q.q, s: d.state(true), rid, rst: 'done' });
     d.send({ t: 'res', rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 });
@@ -195,40 +204,23 @@ describe('after the deadline the host asks the device before deciding', () => {
   });
 
   it('a device that still runs it at the deadline ends timeout (outcome unknown), not failed', async () => {
-    const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
-    await flush();
-    const rid = d.of('cmd')[0].rid;
-    d.send({ t: 'ack', rid, st: 'accepted' });
-    clock.advance(s.deadline_ms!);
-    await flush();
-    const q = d.of('q').find((f) => f.rid === rid)!;
-    d.send({ t: 'state', q: q.q, s: d.state(), rid, rst: 'running' });
+    const { d, s, rid, query } = await pastDeadline(true);
+    d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
     await flush();
     expect(core.status(s.command_id)!).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT', executed: false, verified: false });
     expect(core.status(s.command_id)!.detail).toMatch(/still running/);
   });
 
   it('a device that never got the command gets it once more with the same request_id', async () => {
-    const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
-    await flush();
-    const rid = d.of('cmd')[0].rid;
-    clock.advance(s.deadline_ms!);
-    await flush();
-    const q = d.of('q').find((f) => f.rid === rid)!;
-    d.send({ t: 'state', q: q.q, s: d.state(), rid, rst: 'unknown' });
+    const { d, s, rid, query } = await pastDeadline();
+    d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'unknown' });
     await flush();
     expect(d.of('cmd').map((c) => c.rid)).toEqual([rid, rid]);
     expect(core.status(s.command_id)!.state).toBe('sent');
   });
 
   it('a device that does not answer the query is given the offline grace, then the command ends timeout', async () => {
-    const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
-    await flush();
-    clock.advance(s.deadline_ms!);
-    await flush();
+    const { d, s } = await pastDeadline();
     clock.advance(700);
     await flush();
     expect(core.status(s.command_id)!.state).toBe('sent');
@@ -364,15 +356,10 @@ describe('motion commands', () => {
 
 describe('a device that claims done but never delivers', () => {
   it('is asked a bounded number of times, then the command ends timeout', async () => {
-    const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
-    await flush();
-    const rid = d.of('cmd')[0].rid;
-    clock.advance(s.deadline_ms!);
+    const { d, s, rid, query } = await pastDeadline();
     for (let i = 0; i < 10 && !core.status(s.command_id)!.terminal; i++) {
       await flush();
-      const q = d.of('q').filter((f) => f.rid === rid).at(-1)!;
-      d.send({ t: 'state', q: q.q, s: d.state(true), rid, rst: 'done' });
+      d.send({ t: 'state', q: query().q, s: d.state(true), rid, rst: 'done' });
       await flush();
       clock.advance(100);
     }
