@@ -1,5 +1,6 @@
 // `proofrig flash`: put the Espruino interpreter on an ESP32 from the command line.
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { intArg } from '../int-arg.js';
 import cliProgress from 'cli-progress';
 import {
   DEFAULT_FLASH_BAUD,
@@ -41,12 +42,6 @@ export interface FlashCommandOptions {
   verbose?: boolean;
 }
 
-function parseBaud(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 9600 || n > 5_000_000) throw new InvalidArgumentError(`--baud must be an integer from 9600 to 5000000, got "${v}"`);
-  return n;
-}
-
 /** Adds `flash` to the proofrig program. */
 export function registerFlashCommand(program: Command, deps: FlashCommandDeps = {}): Command {
   program
@@ -56,7 +51,7 @@ export function registerFlashCommand(program: Command, deps: FlashCommandDeps = 
         '(bootloader.bin @0x1000, partitions_espruino.bin @0x8000, espruino_esp32.bin @0x10000), checks each region by MD5, resets into Espruino.',
     )
     .option('--port <path>', 'serial port of the ESP32, e.g. /dev/ttyUSB0 or COM3 (see --list)')
-    .addOption(new Option('--baud <rate>', `rate for writing; the ROM bootloader syncs at ${ROM_BAUD} first`).default(DEFAULT_FLASH_BAUD).argParser(parseBaud))
+    .addOption(new Option('--baud <rate>', `rate for writing; the ROM bootloader syncs at ${ROM_BAUD} first`).default(DEFAULT_FLASH_BAUD).argParser(intArg('--baud', 9600, 5_000_000)))
     .option('--firmware <dir|tgz>', 'the Espruino ESP32 release: its folder, its .tgz, or the release .zip')
     .option('--erase', 'erase the whole flash first (also wipes JavaScript saved in Storage)', false)
     .option('--no-compress', 'send the images uncompressed (slower; for picky USB-serial bridges)')

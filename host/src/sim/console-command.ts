@@ -2,7 +2,8 @@
 // is a freshly flashed board (Espruino only: no firmware, no config), the target for `proofrig upload --tcp`;
 // without, it already holds the built firmware and a config in Storage, as a board uploaded earlier does.
 import { existsSync, readFileSync } from 'node:fs';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { intArg } from '../int-arg.js';
 import { BOOT_CODE_FILE, CONFIG_FILE, checkBoard, DEVICE_PATH, isId, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from '../core/ids.js';
 import { Journal } from '../core/journal.js';
@@ -30,14 +31,6 @@ export interface SimCommandDeps {
   setExitCode?: (code: number) => void;
   /** Resolves when the simulation should stop (default: SIGINT or SIGTERM). */
   until?: (rig: SimRig, port: number) => Promise<void>;
-}
-
-function intArg(name: string, min: number, max: number) {
-  return (v: string) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer ${min}..${max}, got "${v}"`);
-    return n;
-  };
 }
 
 /** Adds `sim` to the proofrig program. */

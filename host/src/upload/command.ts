@@ -1,6 +1,7 @@
 // `proofrig upload`: the firmware and a rig config onto an ESP32 running Espruino, verified by read-back,
 // the device registered with the host and rebooted into the firmware.
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { intArg } from '../int-arg.js';
 import { exitCodeOf, UploadError } from './errors.js';
 import { upload, type UploadOptions, type UploadResult } from './upload.js';
 
@@ -29,12 +30,6 @@ export interface UploadCommandOptions {
   verbose?: boolean;
 }
 
-function parseBaud(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1200 || n > 5_000_000) throw new InvalidArgumentError(`--baud must be an integer from 1200 to 5000000, got "${v}"`);
-  return n;
-}
-
 /** Adds `upload` to the proofrig program. */
 export function registerUploadCommand(program: Command, deps: UploadCommandDeps = {}): Command {
   program
@@ -52,7 +47,7 @@ export function registerUploadCommand(program: Command, deps: UploadCommandDeps 
     .option('--wifi-password <password>', 'its password ("" for an open network); never printed')
     .option('--db <path>', 'journal of the host the device will dial (its device store)', '.proofrig/journal.db')
     .option('--firmware <file>', 'firmware file to send (default firmware/dist/proofrig.js, built when missing)')
-    .addOption(new Option('--baud <rate>', 'console baud rate for --port').default(115200).argParser(parseBaud))
+    .addOption(new Option('--baud <rate>', 'console baud rate for --port').default(115200).argParser(intArg('--baud', 1200, 5_000_000)))
     .option('--verbose', 'print the console traffic and EspruinoTools output (secrets redacted)', false)
     .action(async (o: UploadCommandOptions) => {
       const code = await runUploadCommand(o, deps);
