@@ -159,8 +159,13 @@ export class Commands extends EventEmitter {
 
   /** Resolve with the status as soon as the command is terminal, or after `ms` with whatever it is then. */
   waitTerminal(commandId: string, ms: number, signal?: AbortSignal): Promise<CommandStatus | undefined> {
+    return this.waitFor(commandId, (s) => s.terminal, ms, signal);
+  }
+
+  /** Resolve with the status as soon as `until` holds for it, or after `ms` (or an abort) with whatever it is then. */
+  waitFor(commandId: string, until: (s: CommandStatus) => boolean, ms: number, signal?: AbortSignal): Promise<CommandStatus | undefined> {
     const now = this.status(commandId);
-    if (!now || now.terminal || ms <= 0) return Promise.resolve(now);
+    if (!now || until(now) || ms <= 0) return Promise.resolve(now);
     return new Promise((resolve) => {
       const done = () => {
         this.off('change:' + commandId, onChange);
@@ -169,7 +174,7 @@ export class Commands extends EventEmitter {
         resolve(this.status(commandId));
       };
       const onChange = (s: CommandStatus) => {
-        if (s.terminal) done();
+        if (until(s)) done();
       };
       const timer = this.clock.setTimeout(done, ms);
       this.on('change:' + commandId, onChange);

@@ -226,18 +226,5 @@ export function createMcpServer(core: HostCore): McpServer {
 
 /** Give the device a moment to acknowledge, so `accepted` reflects the device and not just the host. */
 async function untilAcked(core: HostCore, s: CommandStatus): Promise<CommandStatus> {
-  if (s.state !== 'sent') return s;
-  return new Promise((resolve) => {
-    const ev = 'change:' + s.command_id;
-    const done = () => {
-      core.commands.off(ev, onChange);
-      core.clock.clearTimeout(timer);
-      resolve(core.status(s.command_id)!);
-    };
-    const onChange = (n: CommandStatus) => {
-      if (n.state !== 'sent') done();
-    };
-    const timer = core.clock.setTimeout(done, ACK_WAIT_MS);
-    core.commands.on(ev, onChange);
-  });
+  return (await core.commands.waitFor(s.command_id, (n) => n.state !== 'sent', ACK_WAIT_MS))!;
 }
