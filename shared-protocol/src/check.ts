@@ -44,3 +44,9 @@ export function parseEnvelope(text: unknown): { ok: true; f: Record<string, unkn
   if (typeof f.t !== 'string') return { ok: false, code: 'MALFORMED_FRAME', msg: 'frame has no string field "t" (its type)' };
   return { ok: true, f: f };
 }
+
+/** The `err` frame is the same both ways: string code and msg, optional string ref. */
+export function checkErr(f: Record<string, unknown>): FrameError | null {
+  if (typeof f.code !== 'string' || typeof f.msg !== 'string' || !optStr(f.ref)) return bad('err', 'needs string code and msg');
+  return null;
+}

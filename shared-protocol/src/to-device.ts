@@ -2,7 +2,7 @@
 import type { ErrorCode } from './codes.js';
 import type { ActionName } from './actions.js';
 import type { FrameError } from './check.js';
-import { bad, ID_RULE, isId, isNum, isObj, optStr, parseEnvelope } from './check.js';
+import { bad, checkErr, ID_RULE, isId, isNum, isObj, parseEnvelope } from './check.js';
 import { PROTOCOL_VERSION } from './constants.js';
 
 /** Sent after `hello`: prove you hold the device secret by MACing this nonce. */
@@ -57,9 +57,11 @@ export function parseToDevice(text: unknown): ToDeviceParse {
       break;
     case 'hb':
       break;
-    case 'err':
-      if (typeof f.code !== 'string' || typeof f.msg !== 'string' || !optStr(f.ref)) return bad(t, 'needs string code and msg');
+    case 'err': {
+      const e = checkErr(f);
+      if (e) return e;
       break;
+    }
     default:
       return { ok: false, code: 'UNKNOWN_FRAME', msg: 'unknown frame type "' + t.slice(0, 32) + '"' };
   }

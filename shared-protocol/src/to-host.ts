@@ -5,7 +5,7 @@ import type { DeviceResultState, Evidence } from './states.js';
 import { DEVICE_RESULT_STATES, EVIDENCE_KINDS } from './states.js';
 import type { DeviceState } from './state.js';
 import type { FrameError } from './check.js';
-import { bad, ID_RULE, isId, isNum, isObj, optStr, parseEnvelope } from './check.js';
+import { bad, checkErr, ID_RULE, isId, isNum, isObj, optStr, parseEnvelope } from './check.js';
 
 /** First frame on every connection. `boot` is fresh on every boot; `cn` is the device's nonce. */
 export interface HelloFrame { t: 'hello'; v: number; dev: string; boot: string; fw: string; board: string; cn: string }
@@ -120,9 +120,11 @@ export function parseToHost(text: unknown): ToHostParse {
       if (!isNum(f.up)) return bad(t, 'up must be a number');
       if (f.free !== undefined && !isNum(f.free)) return bad(t, 'free must be a number');
       break;
-    case 'err':
-      if (typeof f.code !== 'string' || typeof f.msg !== 'string' || !optStr(f.ref)) return bad(t, 'needs string code and msg');
+    case 'err': {
+      const e = checkErr(f);
+      if (e) return e;
       break;
+    }
     default:
       return { ok: false, code: 'UNKNOWN_FRAME', msg: 'unknown frame type "' + t.slice(0, 32) + '"' };
   }
