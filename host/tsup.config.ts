@@ -1,6 +1,6 @@
 import { defineConfig } from 'tsup';
 
-// The host runs on Node 20; @proofrig/protocol is TypeScript source, so it is bundled in.
+// The host runs on Node 20; @proofrig/protocol and @proofrig/sim are TypeScript source, so they are bundled in.
 export default defineConfig({
   entry: { cli: 'src/cli.ts', index: 'src/index.ts' },
   format: ['esm'],
@@ -10,5 +10,5 @@ export default defineConfig({
   clean: true,
   splitting: true,
   sourcemap: true,
-  noExternal: ['@proofrig/protocol'],
+  noExternal: ['@proofrig/protocol', '@proofrig/sim'],
 });

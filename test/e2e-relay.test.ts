@@ -2,7 +2,7 @@
 // WebSocket → simulated rig running the built firmware file (firmware/dist/proofrig.js).
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { SimRig } from '../host/src/sim/index.js';
+import { SimRig } from '@proofrig/sim';
 import { FIRMWARE_FILE } from '../host/src/paths.js';
 import { DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
 import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
 import { registerFlashCommand, type FlashCommandDeps } from '../host/src/flash/command.js';
 import { flashEspruino } from '../host/src/flash/flash.js';
-import { RomDouble } from '../host/src/flash/rom-double.js';
+import { RomDouble } from './helpers/flash/rom-double.js';
 import type { PortLike } from '../host/src/flash/web-serial-adapter.js';
 import { cleanupTempDirs, makeFakeRelease, md5, releaseDir, releaseTgz, SMALL_SIZES } from './helpers/rom-double-release.js';
 

@@ -1,13 +1,13 @@
 // Flashing Espruino onto an ESP32, end to end: the real esptool-js 0.7.0 drives the software
-// ROM bootloader (host/src/flash/rom-double.ts) through the same Web-Serial adapter that drives
+// ROM bootloader (test/helpers/flash/rom-double.ts) through the same Web-Serial adapter that drives
 // a real port.
 import { afterAll, describe, expect, it } from 'vitest';
 import { ESPLoader, Transport } from 'esptool-js';
 import { flashEspruino, FlashError, type FlashProgress } from '../host/src/flash/flash.js';
-import { RomDouble } from '../host/src/flash/rom-double.js';
+import { RomDouble } from './helpers/flash/rom-double.js';
 import { WebSerialAdapter } from '../host/src/flash/web-serial-adapter.js';
 import { parseEsp32Image } from '../host/src/flash/esp-image.js';
-import type { FakeRelease } from '../host/src/flash/fake-release.js';
+import type { FakeRelease } from './helpers/flash/fake-release.js';
 import { cleanupTempDirs, diffOffsets, makeFakeRelease, md5, RELEASE_SIZES, releaseDir, sha256, SMALL_SIZES } from './helpers/rom-double-release.js';
 
 afterAll(cleanupTempDirs);

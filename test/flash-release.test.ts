@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { flashEspruino, FlashError } from '../host/src/flash/flash.js';
 import { loadEspruinoRelease } from '../host/src/flash/release.js';
-import { fakeReleaseTgz } from '../host/src/flash/fake-release.js';
-import { RomDouble } from '../host/src/flash/rom-double.js';
+import { fakeReleaseTgz } from './helpers/flash/fake-release.js';
+import { RomDouble } from './helpers/flash/rom-double.js';
 import { cleanupTempDirs, makeFakeRelease, releaseDir, releaseTgz, SMALL_SIZES, tempDir } from './helpers/rom-double-release.js';
 
 afterAll(cleanupTempDirs);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { Writable } from 'node:stream';
 import { HostCore } from '../host/src/core/host.js';
-import { VirtualClock } from '../host/src/core/clock.js';
+import { VirtualClock } from '@proofrig/protocol/clock';
 import { FakeDevice, flush } from './helpers/fake-device.js';
 import type { BoardDef } from '@proofrig/protocol';
 

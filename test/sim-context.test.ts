@@ -2,8 +2,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { firmware } from './helpers/sim-script.js';
-import { VirtualClock } from '../host/src/core/clock.js';
-import { SimRig } from '../host/src/sim/index.js';
+import { VirtualClock } from '@proofrig/protocol/clock';
+import { SimRig } from '@proofrig/sim';
 
 function run(src: string, seed = 7) {
   const clock = new VirtualClock(5000);

@@ -1,6 +1,6 @@
 // The --fault syntax of the CLI: DEV:PART:FAULT[@WHERE].
 import { describe, expect, it } from 'vitest';
-import { isRelayFault, parseFault, RELAY_FAULTS } from '../host/src/sim/index.js';
+import { isRelayFault, parseFault, RELAY_FAULTS } from '@proofrig/sim';
 
 describe('parseFault', () => {
   it('splits device, part and fault', () => {

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { BoardDef } from '../shared-protocol/src/board.js';
 import { DEVICE_PATH } from '../shared-protocol/src/constants.js';
-import { SimRig } from '../host/src/sim/index.js';
+import { SimRig } from '@proofrig/sim';
 
 const FIRMWARE = fileURLToPath(new URL('../firmware/dist/proofrig.js', import.meta.url));
 const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { firmware } from './helpers/sim-script.js';
 import type { BoardDef } from '../shared-protocol/src/board.js';
-import { VirtualClock } from '../host/src/core/clock.js';
-import { SimRig } from '../host/src/sim/index.js';
+import { VirtualClock } from '@proofrig/protocol/clock';
+import { SimRig } from '@proofrig/sim';
 
 const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
 const config = { dev: 'rig1', secret: '00', host: 'ws://127.0.0.1:1/device', board };

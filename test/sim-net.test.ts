@@ -3,8 +3,8 @@ import * as net from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { firmware } from './helpers/sim-script.js';
-import { realClock, VirtualClock, type Clock } from '../host/src/core/clock.js';
-import { SimRig, WIFI_CONNECT_MS } from '../host/src/sim/index.js';
+import { realClock, VirtualClock, type Clock } from '@proofrig/protocol/clock';
+import { SimRig, WIFI_CONNECT_MS } from '@proofrig/sim';
 
 async function waitFor(pred: () => boolean, what: string, ms = 3000): Promise<void> {
   const t0 = Date.now();

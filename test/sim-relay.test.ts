@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { firmware } from './helpers/sim-script.js';
 import type { BoardDef } from '../shared-protocol/src/board.js';
-import { VirtualClock } from '../host/src/core/clock.js';
-import { SimRig, type RelayFault } from '../host/src/sim/index.js';
+import { VirtualClock } from '@proofrig/protocol/clock';
+import { SimRig, type RelayFault } from '@proofrig/sim';
 
 const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
 const config = { dev: 'rig1', secret: '00', host: 'ws://127.0.0.1:1/device', board };

@@ -1,8 +1,8 @@
 // The simulated flash Storage: Espruino's file semantics, from the firmware and from Node.
 import { describe, expect, it } from 'vitest';
 import { firmware } from './helpers/sim-script.js';
-import { VirtualClock } from '../host/src/core/clock.js';
-import { SimRig, SimStorage } from '../host/src/sim/index.js';
+import { VirtualClock } from '@proofrig/protocol/clock';
+import { SimRig, SimStorage } from '@proofrig/sim';
 
 function run(src: string, prepare?: (s: SimStorage) => void) {
   const lines: string[] = [];

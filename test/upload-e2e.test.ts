@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { BOOT_CODE_FILE, CONFIG_FILE, type RigConfig } from '@proofrig/protocol';
 import { serve, type Running } from '../host/src/serve.js';
-import { SimRig } from '../host/src/sim/index.js';
+import { SimRig } from '@proofrig/sim';
 import { FIRMWARE_FILE } from '../host/src/paths.js';
 import { Journal } from '../host/src/core/journal.js';
 import type { CommandStatus } from '../host/src/core/commands.js';

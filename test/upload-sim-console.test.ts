@@ -3,9 +3,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import net from 'node:net';
 import { BOOT_CODE_FILE } from '@proofrig/protocol';
-import { SimRig } from '../host/src/sim/index.js';
-import { countBrackets, SAVED_STATE_FILE } from '../host/src/sim/console.js';
-import { runSimCommand } from '../host/src/sim/console-command.js';
+import { SimRig } from '@proofrig/sim';
+import { countBrackets, SAVED_STATE_FILE } from '../sim/src/console.js';
+import { runSimCommand } from '../host/src/sim-command.js';
 import { crc32 } from '../host/src/upload/index.js';
 import { RELAY_BOARD, until } from './helpers/e2e.js';
 

@@ -5,8 +5,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import vm from 'node:vm';
-import { SimRig } from '../host/src/sim/index.js';
-import { crc32 as simCrc32 } from '../host/src/sim/bytes.js';
+import { SimRig } from '@proofrig/sim';
+import { crc32 as simCrc32 } from '../sim/src/bytes.js';
 import {
   asciiJson,
   byteLiteral,

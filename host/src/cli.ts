@@ -5,7 +5,7 @@ import { call, parseToolArgs } from './call.js';
 import { parseSimSpec, serve } from './serve.js';
 import { registerFlashCommand } from './flash/command.js';
 import { registerUploadCommand } from './upload/index.js';
-import { registerSimCommand } from './sim/console-command.js';
+import { registerSimCommand } from './sim-command.js';
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
 

@@ -1,7 +1,7 @@
 // Programmatic API of the host (tests, scripts and embedders).
 export { HostCore, type HostOptions } from './core/host.js';
 export { createLinkedPair, type Link } from './core/link.js';
-export { realClock, VirtualClock, type Clock } from './core/clock.js';
+export { realClock, VirtualClock, type Clock } from '@proofrig/protocol/clock';
 export type { CommandStatus, SubmitInput } from './core/commands.js';
 export { createMcpServer } from './mcp/tools.js';
 export { startHttpHost } from './mcp/http.js';

@@ -5,14 +5,13 @@ import { dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { checkBoard, DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Clock } from '@proofrig/protocol/clock';
 import { HostCore } from './core/host.js';
-import type { Clock } from './core/clock.js';
 import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost } from './mcp/http.js';
 import { createMcpServer } from './mcp/tools.js';
 import { FIRMWARE_FILE } from './paths.js';
-import { parseFault, SimRig } from './sim/index.js';
-import { resolveFault } from './sim/faults.js';
+import { parseFault, resolveFault, SimRig } from '@proofrig/sim';
 
 export interface SimSpec {
   boardFile: string;

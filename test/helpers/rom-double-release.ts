@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeFakeRelease, writeFakeReleaseDir, fakeReleaseTgz, type FakeRelease, type FakeReleaseSizes } from '../../host/src/flash/fake-release.js';
+import { makeFakeRelease, writeFakeReleaseDir, fakeReleaseTgz, type FakeRelease, type FakeReleaseSizes } from './flash/fake-release.js';
 
 export const md5 = (b: Uint8Array) => createHash('md5').update(b).digest('hex');
 export const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest();

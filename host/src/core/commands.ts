@@ -12,7 +12,7 @@ import {
   type ProgressFrame,
   type ResultFrame,
 } from '@proofrig/protocol';
-import type { Clock, TimerHandle } from './clock.js';
+import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import type { Devices } from './devices.js';
 import { blankCommand, type CommandRecord, type Journal } from './journal.js';
 import type { Session } from './session.js';

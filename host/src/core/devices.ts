@@ -1,7 +1,7 @@
 // The device registry: who is online (from the session and its heartbeats), last seen,
 // measured round-trip times, and a state cache that always carries its observation time.
 import type { BoardDef, DeviceState, StateFrame } from '@proofrig/protocol';
-import type { Clock, TimerHandle } from './clock.js';
+import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import type { Journal } from './journal.js';
 import type { Session } from './session.js';
 import { newRequestId } from './ids.js';

@@ -2,7 +2,7 @@
 // to devices only through Links and reads time only through its Clock.
 import pino, { type Logger } from 'pino';
 import { DEFAULT_HEARTBEAT_MS, type BoardDef, type ToHostFrame } from '@proofrig/protocol';
-import { realClock, type Clock } from './clock.js';
+import { realClock, type Clock } from '@proofrig/protocol/clock';
 import { Commands, type CommandStatus, type SubmitInput } from './commands.js';
 import { Devices, type DeviceView } from './devices.js';
 import { Journal } from './journal.js';

@@ -13,7 +13,7 @@ import {
   type ToDeviceFrame,
   type ToHostFrame,
 } from '@proofrig/protocol';
-import type { Clock, TimerHandle } from './clock.js';
+import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import type { Link } from './link.js';
 import { newNonce } from './ids.js';
 

@@ -16,5 +16,4 @@ export {
 } from './flash.js';
 export { registerFlashCommand, runFlashCommand, type FlashCommandDeps, type FlashCommandOptions } from './command.js';
 export { WebSerialAdapter, serialPortLike, type PortLike, type PortSink, type PortInfo, type ModemLines } from './web-serial-adapter.js';
-export { RomDouble, type RomDoubleOptions, type CommandRecord, type ResetRecord, type CorruptionRecord, type ChipState } from './rom-double.js';
 export { loadEspruinoRelease, ESPRUINO_ESP32_LAYOUT, type ReleaseFile } from './release.js';

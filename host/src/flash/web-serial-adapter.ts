@@ -1,6 +1,6 @@
 // A Web-Serial-shaped port, as esptool-js's `Transport` expects, around anything that moves
 // bytes and sets modem lines: a real serial port (the `serialport` package) or, in tests, the
-// software ROM bootloader in rom-double.ts. The split mirrors node-serialport's bindings
+// software ROM bootloader in test/helpers/flash/rom-double.ts. The split mirrors node-serialport's bindings
 // interface vs its mock binding: `PortLike` is the small contract, `WebSerialAdapter` the shape.
 import { SerialPort } from 'serialport';
 

@@ -5,7 +5,7 @@
 // boolean `repeat`, edge defaults to 'both', a non-repeating watch removes itself when it fires,
 // clearWatch() clears all, clearWatch(undefined) throws, an unknown id throws "Unknown Watch".
 // Callbacks run later from the event loop, never inside the code that caused the edge.
-import type { TimerHandle } from '../core/clock.js';
+import type { TimerHandle } from '@proofrig/protocol/clock';
 import { FLASH_PINS, type Gpio, type Level } from './gpio.js';
 import type { Realm } from './realm.js';
 

@@ -1,4 +1,4 @@
-// The simulated rig: public API of host/src/sim (the hardware every test and `--sim` run talks to).
+// @proofrig/sim: the simulated rig (the hardware every test and `--sim` run talks to).
 export { SimRig, DEFAULT_OFF_MS, REBOOT_MS, type SimRigOptions } from './rig.js';
 export {
   parseFault,

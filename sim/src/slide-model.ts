@@ -5,8 +5,8 @@
 // starts at 0 mm, and survives power cuts and reboots. Motion is integrated on a physics tick of the
 // injected Clock while a step train runs into an enabled driver; every encoder edge the motion crosses
 // is delivered to the pins one by one, stamped with the time of the step that caused it.
-import type { StepperDef, SwitchDef } from '../../../shared-protocol/src/board.js';
-import type { Clock, TimerHandle } from '../core/clock.js';
+import type { StepperDef, SwitchDef } from '@proofrig/protocol';
+import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import { HARD_STOP_MM, type AxisFaultSpec } from './faults.js';
 import type { Gpio, Level } from './gpio.js';
 import type { Rng } from './prng.js';

@@ -1,6 +1,6 @@
 // One relay channel of the rig: module input pin → coil → armature (after a seeded delay) → aux contact → input pin.
-import type { RelayDef } from '../../../shared-protocol/src/board.js';
-import type { Clock, TimerHandle } from '../core/clock.js';
+import type { RelayDef } from '@proofrig/protocol';
+import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import type { RelayFault } from './faults.js';
 import type { Gpio, Level } from './gpio.js';
 import type { Rng } from './prng.js';

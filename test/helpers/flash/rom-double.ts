@@ -5,8 +5,8 @@
 // sends: node_modules/esptool-js/lib/esploader.js. See /work/shared/flashing.md.
 import { createHash } from 'node:crypto';
 import { createInflate, constants as zlibConstants, type Inflate } from 'node:zlib';
-import type { ModemLines, PortInfo, PortLike, PortSink } from './web-serial-adapter.js';
-import { LINES_AFTER_OPEN } from './web-serial-adapter.js';
+import type { ModemLines, PortInfo, PortLike, PortSink } from '../../../host/src/flash/web-serial-adapter.js';
+import { LINES_AFTER_OPEN } from '../../../host/src/flash/web-serial-adapter.js';
 
 export const OP = {
   FLASH_BEGIN: 0x02,

@@ -3,12 +3,12 @@
 // without, it already holds the built firmware and a config in Storage, as a board uploaded earlier does.
 import { existsSync, readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
-import { intArg } from '../int-arg.js';
+import { intArg } from './int-arg.js';
 import { BOOT_CODE_FILE, CONFIG_FILE, checkBoard, DEVICE_PATH, isId, type BoardDef, type RigConfig } from '@proofrig/protocol';
-import { newSecret } from '../core/ids.js';
-import { Journal } from '../core/journal.js';
-import { FIRMWARE_FILE } from '../paths.js';
-import { SimRig } from './rig.js';
+import { newSecret } from './core/ids.js';
+import { Journal } from './core/journal.js';
+import { FIRMWARE_FILE } from './paths.js';
+import { SimRig } from '@proofrig/sim';
 
 interface Out {
   write(text: string): unknown;

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { buildEsp32Image, FLASH_FREQS, FLASH_MODES } from './esp-image.js';
+import { buildEsp32Image, FLASH_FREQS, FLASH_MODES } from '../../../host/src/flash/esp-image.js';
 
 export interface FakeReleaseSizes {
   /** Approximate; the image format rounds it. Default 26 KB, like an ESP-IDF 3/4 bootloader. */

@@ -1,5 +1,5 @@
 // The network path between the simulated chip and the host, and its injected outages (linkDrop).
-import type { Clock, TimerHandle } from '../core/clock.js';
+import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 
 export type DropDirection = 'both' | 'to_device';
 

@@ -1,5 +1,5 @@
 // Fault names the simulated rig understands, and the parser for the CLI's --fault DEV:PART:FAULT[@WHERE].
-import type { BoardDef, StepperDef } from '../../../shared-protocol/src/board.js';
+import type { BoardDef, StepperDef } from '@proofrig/protocol';
 
 export type RelayFault = 'coil_open' | 'welded' | 'pin_stuck_low' | 'pin_stuck_high';
 

@@ -1,5 +1,5 @@
 // Espruino's setTimeout/setInterval for one boot, scheduled on the injected Clock.
-import type { Clock, TimerHandle } from '../core/clock.js';
+import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 
 /** Shortest interval the simulator repeats at (keeps a 0 ms interval from freezing a virtual clock). */
 export const MIN_INTERVAL_MS = 1;

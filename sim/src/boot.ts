@@ -1,7 +1,7 @@
 // One power-on session of the simulated chip: its generation number, timers, internal tasks and the
 // single gate every callback into the firmware passes through (so nothing of a dead boot ever runs).
 import vm from 'node:vm';
-import type { Clock, TimerHandle } from '../core/clock.js';
+import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import { uncaughtLines } from './format.js';
 import { BootTimers, type TimerHost } from './timers.js';
 

@@ -1,5 +1,5 @@
-// Time as the host core and the simulator see it: injectable so tests can run on a
-// virtual clock and replay exactly.
+// Time as the host core and the simulator see it (not the firmware, which has Espruino's own
+// getTime): injectable so tests can run on a virtual clock and replay exactly.
 
 export interface TimerHandle {
   readonly id: number;
@@ -13,7 +13,7 @@ export interface Clock {
 }
 
 interface RealHandle extends TimerHandle {
-  t: NodeJS.Timeout;
+  t: ReturnType<typeof setTimeout>;
 }
 
 let realIds = 0;

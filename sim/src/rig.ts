@@ -4,10 +4,10 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import type { BoardDef } from '../../../shared-protocol/src/board.js';
-import type { RigConfig } from '../../../shared-protocol/src/config.js';
-import { BOOT_CODE_FILE, CONFIG_FILE } from '../../../shared-protocol/src/constants.js';
-import { realClock, type Clock, type TimerHandle } from '../core/clock.js';
+import type { BoardDef } from '@proofrig/protocol';
+import type { RigConfig } from '@proofrig/protocol';
+import { BOOT_CODE_FILE, CONFIG_FILE } from '@proofrig/protocol';
+import { realClock, type Clock, type TimerHandle } from '@proofrig/protocol/clock';
 import { Boot } from './boot.js';
 import { SAVED_STATE_FILE, SimConsole, type SimConsoleOptions } from './console.js';
 import { createFirmwareContext } from './context.js';
