@@ -15,8 +15,8 @@
 // The device secret and the Wi-Fi password never reach a log line: they are only in the config bytes, which
 // are sent with echo off, and every line this module emits goes through `redact`.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { checkBoard, BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, MAX_ID_LENGTH, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from '../core/ids.js';
 import { Journal } from '../core/journal.js';
@@ -241,7 +241,6 @@ async function run(o: UploadOptions, c: Checked, secret: string, redact: (s: str
   // 6. Register, now that flash is known to hold exactly what was sent.
   const dbPath = resolve(o.db);
   try {
-    mkdirSync(dirname(dbPath), { recursive: true });
     const j = new Journal(dbPath);
     try {
       j.provision(o.deviceId, secret, c.board);
