@@ -129,11 +129,10 @@ describe('upload to a blank simulated ESP32', () => {
         deviceId: 'slide-1',
         host: 'ws://127.0.0.1:9/',
         wifiSsid: 'lab-net',
-        wifiPassword: 'p4ss-w0rd-only-here',
         db,
         verbose: true,
       },
-      { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
+      { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) }, env: { PROOFRIG_WIFI_PASSWORD: 'p4ss-w0rd-only-here' } },
     );
     expect(stderr).not.toMatch(/proofrig upload: [A-Z_]+:/);
     expect(code).toBe(0);

@@ -108,9 +108,9 @@ function checkOptions(o: UploadOptions): Checked {
     if (typeof ssid !== 'string' || ssid.length === 0 || Buffer.byteLength(ssid) > 32)
       throw new UploadError('BAD_OPTION', '--wifi-ssid must be 1-32 bytes');
     if (typeof password !== 'string')
-      throw new UploadError('BAD_OPTION', '--wifi-ssid needs --wifi-password (use --wifi-password "" for an open network)');
+      throw new UploadError('BAD_OPTION', '--wifi-ssid needs its password (PROOFRIG_WIFI_PASSWORD, --wifi-password-file, or the prompt; empty for an open network)');
     if (password.length > 0 && (password.length < 8 || password.length > 63))
-      throw new UploadError('BAD_OPTION', '--wifi-password must be 8-63 characters (WPA2), or "" for an open network');
+      throw new UploadError('BAD_OPTION', 'the Wi-Fi password must be 8-63 characters (WPA2), or empty for an open network');
     wifi = { ssid, pass: password };
   }
   if (typeof o.db !== 'string' || o.db.length === 0 || o.db === ':memory:')
