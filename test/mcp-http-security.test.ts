@@ -301,5 +301,7 @@ describe('secrets at rest', () => {
     const later = clientConfig('http://127.0.0.1:8787/mcp', { ...t, created: false }).join('\n');
     expect(later).not.toContain('AGENT-SECRET');
     expect(later).toContain('Bearer <the token in /x/.proofrig/agent-token>');
+    // under --stdio the banner goes to stderr (a client's log file): never the token
+    expect(clientConfig('http://127.0.0.1:8787/mcp', { ...t, created: true }, false).join('\n')).not.toContain('AGENT-SECRET');
   });
 });

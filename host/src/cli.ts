@@ -22,7 +22,7 @@ function intOption(name: string, min: number, max: number) {
  * The client config block of the banner. The token itself is printed only when it was just
  * created (shown once); afterwards the banner says which file holds it.
  */
-export function clientConfig(mcpUrl: string, tokens: TokenSet | null): string[] {
+export function clientConfig(mcpUrl: string, tokens: TokenSet | null, mayShowToken = true): string[] {
   if (!tokens) {
     return [
       'MCP runs WITHOUT authentication (--no-auth). Connect an MCP client, e.g. in its config:',
@@ -30,7 +30,7 @@ export function clientConfig(mcpUrl: string, tokens: TokenSet | null): string[] 
       '',
     ];
   }
-  const shown = tokens.created || !tokens.agentFile;
+  const shown = (tokens.created && mayShowToken) || !tokens.agentFile;
   const bearer = shown ? `Bearer ${tokens.agent}` : `Bearer <the token in ${tokens.agentFile}>`;
   return [
     shown
@@ -97,7 +97,8 @@ export function buildCli(): Command {
         `  journal:               ${o.db}`,
         ...[...running.consoles].map(([id, port]) => `  ${id} Espruino console: tcp://127.0.0.1:${port}`),
         '',
-        ...clientConfig(mcpUrl, running.tokens),
+        // Under --stdio the banner goes to stderr, which desktop clients keep in log files: no token there.
+        ...clientConfig(mcpUrl, running.tokens, !o.stdio),
         'Or drive the rig from another terminal:',
         `  npx proofrig call list_devices`,
         `  npx proofrig call relay_set device_id=${[...running.rigs.keys()][0] ?? 'DEVICE'} channel=1 on=true`,
