@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -152,32 +152,9 @@ describe('MCP answers loopback peers only, unless --allow-remote-mcp', () => {
     expect(isLoopback('128.0.0.1')).toBe(false);
   });
 
-  // A real non-loopback peer without leaving the machine: listen on this machine's own LAN
-  // address and connect to it; the kernel delivers locally, and the peer address is that LAN address.
-  const lan = Object.values(networkInterfaces())
-    .flat()
-    .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
-  it.skipIf(!lan)('a request from this machine\'s LAN address is refused 403 and the connection closed; --allow-remote-mcp lets it reach the token check', async () => {
-    const h = await start({ host: lan });
-    let closed = false;
-    const r = await new Promise<Answer>((resolve, reject) => {
-      const req = http.request({ host: lan, port: h.port, path: '/mcp', method: 'POST', headers: { host: `127.0.0.1:${h.port}`, ...bearer() } }, (res) => {
-        let b = '';
-        res.on('data', (d) => (b += d));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: b }));
-        res.socket.once('close', () => (closed = true));
-      });
-      req.on('error', reject);
-      req.end(JSON.stringify(INIT));
-    });
-    expect(r.status).toBe(403);
-    expect(JSON.parse(r.body).error.message).toMatch(new RegExp(`served to this machine only \\(request from ${lan!.replace(/\./g, '\\.')}\\)`));
-    await until(() => closed, 2000, 'connection closed');
-    await host!.close();
-    host = await startHttpHost(core!, 0, { host: lan, tokens: TOKENS, allowRemoteMcp: true, allowedHosts: [lan!] });
-    const r2 = await post(host.port, { host: `${lan}:${host.port}` }, INIT, lan);
-    expect(r2.status).toBe(401);
-  });
+  // No real-socket test from a non-loopback peer: tests here never send traffic to an address
+  // outside 127.0.0.0/8 (not even this machine's own interface address). The HTTP handler calls
+  // this same function with the socket's remote address before reading the body.
 });
 
 describe('sessions end and are bounded', () => {
