@@ -36,6 +36,10 @@ export function buildCli(): Command {
         intOption('--console-port', 0, 65535),
       ),
     )
+    .addOption(
+      new Option('--xiaozhi <url>', "also serve the tools to xiaozhi: dial out to its MCP endpoint (ws(s)://…?token=…); prefer the environment variable, which keeps the token out of ps")
+        .env('XIAOZHI_MCP_ENDPOINT'),
+    )
     .option('--db <path>', 'journal database file', '.proofrig/journal.db')
     .addOption(new Option('--heartbeat-ms <ms>', 'heartbeat period asked of devices').default(2000).argParser(intOption('--heartbeat-ms', 50, 600000)))
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error', 'silent']).default('info'))
@@ -52,6 +56,7 @@ export function buildCli(): Command {
         logger,
         heartbeatMs: o.heartbeatMs,
         consolePort: o.consolePort,
+        xiaozhi: o.xiaozhi,
       });
       const mcpUrl = `${running.url}/mcp`;
       const banner = [
@@ -60,6 +65,7 @@ export function buildCli(): Command {
         `  devices connect to:    ws://${o.listen === '0.0.0.0' ? '<this-pc>' : o.listen}:${running.http.port}/device`,
         `  journal:               ${o.db}`,
         ...[...running.consoles].map(([id, port]) => `  ${id} Espruino console: tcp://127.0.0.1:${port}`),
+        ...(running.xiaozhi ? [`  xiaozhi MCP endpoint:  ${running.xiaozhi.safeUrl} (dialling out)`] : []),
         '',
         'Connect an MCP client, e.g. in its config:',
         JSON.stringify({ mcpServers: { proofrig: { type: 'http', url: mcpUrl } } }, null, 2),

@@ -10,6 +10,7 @@ import { HostCore } from './core/host.js';
 import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost } from './mcp/http.js';
 import { createMcpServer } from './mcp/tools.js';
+import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { FIRMWARE_FILE } from './paths.js';
 import { parseFault, resolveFault, SimRig } from '@proofrig/sim';
 
@@ -37,6 +38,10 @@ export interface ServeOptions {
   seed?: number;
   /** Serve each simulated rig's Espruino console on loopback TCP from this port on (rig i on port + i). */
   consolePort?: number;
+  /** Dial out to a xiaozhi MCP endpoint (ws:// or wss:// URL with its token) and serve the tools there too. */
+  xiaozhi?: string;
+  /** Back-off of the xiaozhi bridge (tests shorten it). */
+  xiaozhiBackoff?: { minMs: number; maxMs: number; healthyMs: number };
 }
 
 export interface Running {
@@ -45,6 +50,8 @@ export interface Running {
   rigs: Map<string, SimRig>;
   /** Console port of each simulated rig, when consolePort was given. */
   consoles: Map<string, number>;
+  /** The xiaozhi bridge, when --xiaozhi was given. */
+  xiaozhi: XiaozhiBridge | undefined;
   url: string;
   close(): Promise<void>;
 }
@@ -88,6 +95,17 @@ export async function serve(o: ServeOptions): Promise<Running> {
     }
     return p;
   });
+  // Checked before anything starts (a bad URL throws here); dialled once the host is up.
+  const bridge = o.xiaozhi
+    ? new XiaozhiBridge({
+        url: o.xiaozhi,
+        createServer: () => createMcpServer(core),
+        logger: o.logger,
+        minBackoffMs: o.xiaozhiBackoff?.minMs,
+        maxBackoffMs: o.xiaozhiBackoff?.maxMs,
+        healthyMs: o.xiaozhiBackoff?.healthyMs,
+      })
+    : undefined;
   const firmware = o.firmwareFile ?? FIRMWARE_FILE;
   if (sims.length > 0 && !existsSync(firmware)) throw new Error(`firmware file ${firmware} is missing; build it with: npm run build`);
   if (o.db !== ':memory:') mkdirSync(dirname(resolve(o.db)), { recursive: true });
@@ -122,7 +140,9 @@ export async function serve(o: ServeOptions): Promise<Running> {
       const server = createMcpServer(core);
       await server.connect(new StdioServerTransport());
     }
+    bridge?.start();
   } catch (e) {
+    await bridge?.close();
     for (const r of rigs.values()) r.shutdown();
     await http.close();
     core.close();
@@ -130,9 +150,10 @@ export async function serve(o: ServeOptions): Promise<Running> {
   }
 
   const close = async () => {
+    await bridge?.close();
     for (const r of rigs.values()) r.shutdown();
     await http.close();
     core.close();
   };
-  return { core, http, rigs, consoles, url, close };
+  return { core, http, rigs, consoles, url, xiaozhi: bridge, close };
 }
