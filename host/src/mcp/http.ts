@@ -8,8 +8,12 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { HostCore } from '../core/host.js';
 import { WsGateway } from '../gateway/ws-gateway.js';
 import { createMcpServer } from './tools.js';
+import { DASHBOARD_HTML } from '../dashboard/page.js';
+import { serveEvents } from '../dashboard/events.js';
 
 export const MCP_PATH = '/mcp';
+/** The dashboard's live feed (Server-Sent Events). */
+export const EVENTS_PATH = '/events';
 const MAX_BODY = 1024 * 1024;
 
 export interface HttpHost {
@@ -51,13 +55,23 @@ export async function startHttpHost(core: HostCore, port: number, host = '127.0.
 
   const server = createServer(async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== MCP_PATH) {
-      res.writeHead(path === '/' ? 200 : 404, { 'content-type': 'text/plain' });
-      res.end(`proofrig: MCP (Streamable HTTP) at ${MCP_PATH}, devices (WebSocket) at /device\n`);
+    if (path !== MCP_PATH && path !== '/' && path !== EVENTS_PATH) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end(`proofrig: MCP (Streamable HTTP) at ${MCP_PATH}, the dashboard at /, devices (WebSocket) at /device\n`);
       return;
     }
+    // The dashboard shows what MCP shows, so it is served to the same clients.
     if (!allowRemoteMcp && !isLoopback(req.socket.remoteAddress)) {
-      return jsonRpcError(res, 403, `MCP is served to this machine only (request from ${req.socket.remoteAddress}); start with --allow-remote-mcp to change that`);
+      return jsonRpcError(res, 403, `MCP and the dashboard are served to this machine only (request from ${req.socket.remoteAddress}); start with --allow-remote-mcp to change that`);
+    }
+    if (path === '/') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'" });
+      return void res.end(req.method === 'HEAD' ? undefined : DASHBOARD_HTML);
+    }
+    if (path === EVENTS_PATH) {
+      if (req.method !== 'GET') return void res.writeHead(405, { allow: 'GET' }).end();
+      return serveEvents(core, req, res);
     }
     try {
       const sid = req.headers['mcp-session-id'];
