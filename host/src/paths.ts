@@ -4,3 +4,4 @@ import { resolve } from 'node:path';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 export const FIRMWARE_FILE = resolve(REPO_ROOT, 'firmware', 'dist', 'proofrig.js');
+export const BOARDS_DIR = resolve(REPO_ROOT, 'boards');
