@@ -6,7 +6,25 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { Ajv, type ErrorObject } from 'ajv';
 import { checkBoard } from '@proofrig/protocol';
-import { BOARDS_DIR } from './paths.js';
+import type { BoardDef } from '@proofrig/protocol';
+import { BOARDS_DIR, resolveBoardFile } from './paths.js';
+
+/**
+ * Read a board given as a file path or a bundled board's id, and check it; throws an Error that
+ * names the file and every problem. `serve --sim`, `sim` and `upload` all load boards this way.
+ */
+export function loadBoard(arg: string): BoardDef {
+  const file = resolveBoardFile(arg);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new Error(`board file ${file} is not valid JSON: ${(e as Error).message}`);
+  }
+  const r = checkBoard(raw);
+  if (!r.ok) throw new Error(`board file ${file} is invalid:\n  ${r.errors.join('\n  ')}`);
+  return r.board;
+}
 
 export interface BoardReport {
   file: string;

@@ -1,9 +1,9 @@
 // Wires a running proofrig: host core + HTTP (MCP and device gateway) + optional stdio MCP
 // + simulated rigs that run the built firmware file and dial into the gateway over real TCP.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { checkBoard, DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
+import { DEVICE_PATH } from '@proofrig/protocol';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Clock } from '@proofrig/protocol/clock';
 import { HostCore } from './core/host.js';
@@ -12,6 +12,7 @@ import { startHttpHost, type HttpHost } from './mcp/http.js';
 import { createMcpServer } from './mcp/tools.js';
 import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { FIRMWARE_FILE } from './paths.js';
+import { loadBoard } from './board-command.js';
 import { parseFault, resolveFault, SimRig } from '@proofrig/sim';
 
 export interface SimSpec {
@@ -60,19 +61,6 @@ export interface Running {
 export function parseSimSpec(s: string): SimSpec {
   const i = s.lastIndexOf('=');
   return i > 0 ? { boardFile: s.slice(0, i), deviceId: s.slice(i + 1) } : { boardFile: s };
-}
-
-export function loadBoard(file: string): BoardDef {
-  if (!existsSync(file)) throw new Error(`board file ${file} does not exist`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new Error(`board file ${file} is not valid JSON: ${(e as Error).message}`);
-  }
-  const r = checkBoard(raw);
-  if (!r.ok) throw new Error(`board file ${file} is invalid:\n  ${r.errors.join('\n  ')}`);
-  return r.board;
 }
 
 export async function serve(o: ServeOptions): Promise<Running> {
