@@ -7,6 +7,7 @@ import { parseSimSpec, serve } from './serve.js';
 import { registerFlashCommand } from './flash/command.js';
 import { registerUploadCommand } from './upload/index.js';
 import { registerSimCommand } from './sim-command.js';
+import { registerBoardCommand } from './board-command.js';
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
 
@@ -22,6 +23,13 @@ function intOption(name: string, min: number, max: number) {
  * The client config block of the banner. The token itself is printed only when it was just
  * created (shown once); afterwards the banner says which file holds it.
  */
+/** The dashboard's address: the page takes the token from the fragment, which browsers never send to the server. */
+export function dashboardUrl(base: string, tokens: TokenSet | null, mayShowToken = true): string {
+  if (!tokens) return `${base}/`;
+  if ((tokens.created && mayShowToken) || !tokens.agentFile) return `${base}/#token=${encodeURIComponent(tokens.agent)}`;
+  return `${base}/#token=<the token in ${tokens.agentFile}>`;
+}
+
 export function clientConfig(mcpUrl: string, tokens: TokenSet | null, mayShowToken = true): string[] {
   if (!tokens) {
     return [
@@ -67,6 +75,10 @@ export function buildCli(): Command {
         intOption('--console-port', 0, 65535),
       ),
     )
+    .addOption(
+      new Option('--xiaozhi <url>', "also serve the tools to xiaozhi: dial out to its MCP endpoint (ws(s)://…?token=…); prefer the environment variable, which keeps the token out of ps")
+        .env('XIAOZHI_MCP_ENDPOINT'),
+    )
     .option('--db <path>', 'journal database file', '.proofrig/journal.db')
     .addOption(new Option('--heartbeat-ms <ms>', 'heartbeat period asked of devices').default(2000).argParser(intOption('--heartbeat-ms', 50, 600000)))
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error', 'silent']).default('info'))
@@ -88,14 +100,17 @@ export function buildCli(): Command {
         logger,
         heartbeatMs: o.heartbeatMs,
         consolePort: o.consolePort,
+        xiaozhi: o.xiaozhi,
       });
       const mcpUrl = `${running.url}/mcp`;
       const banner = [
         `proofrig is running${running.rigs.size ? ` with simulated rig(s): ${[...running.rigs.keys()].join(', ')}` : ''}.`,
         `  MCP (Streamable HTTP): ${mcpUrl}${o.stdio ? '   (and stdio)' : ''}`,
+        `  dashboard:             ${dashboardUrl(running.url, running.tokens, !o.stdio)}`,
         `  devices connect to:    ws://${o.listen === '0.0.0.0' ? '<this-pc>' : o.listen}:${running.http.port}/device`,
         `  journal:               ${o.db}`,
         ...[...running.consoles].map(([id, port]) => `  ${id} Espruino console: tcp://127.0.0.1:${port}`),
+        ...(running.xiaozhi ? [`  xiaozhi MCP endpoint:  ${running.xiaozhi.safeUrl} (dialling out)`] : []),
         '',
         // Under --stdio the banner goes to stderr, which desktop clients keep in log files: no token there.
         ...clientConfig(mcpUrl, running.tokens, !o.stdio),
@@ -133,6 +148,7 @@ export function buildCli(): Command {
   registerFlashCommand(program);
   registerUploadCommand(program);
   registerSimCommand(program);
+  registerBoardCommand(program);
 
   return program;
 }

@@ -1,16 +1,18 @@
 // Wires a running proofrig: host core + HTTP (MCP and device gateway) + optional stdio MCP
 // + simulated rigs that run the built firmware file and dial into the gateway over real TCP.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { checkBoard, DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
+import { DEVICE_PATH } from '@proofrig/protocol';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Clock } from '@proofrig/protocol/clock';
 import { HostCore } from './core/host.js';
 import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost } from './mcp/http.js';
 import { createMcpServer } from './mcp/tools.js';
+import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { FIRMWARE_FILE } from './paths.js';
 import { ephemeralTokens, loadOrCreateTokens, prepareStateDir, stateDir, type TokenSet } from './state-dir.js';
+import { loadBoard } from './board-command.js';
 import { parseFault, resolveFault, SimRig } from '@proofrig/sim';
 
 export interface SimSpec {
@@ -47,6 +49,10 @@ export interface ServeOptions {
   seed?: number;
   /** Serve each simulated rig's Espruino console on loopback TCP from this port on (rig i on port + i). */
   consolePort?: number;
+  /** Dial out to a xiaozhi MCP endpoint (ws:// or wss:// URL with its token) and serve the tools there too. */
+  xiaozhi?: string;
+  /** Back-off of the xiaozhi bridge (tests shorten it). */
+  xiaozhiBackoff?: { minMs: number; maxMs: number; healthyMs: number };
 }
 
 export interface Running {
@@ -55,6 +61,8 @@ export interface Running {
   rigs: Map<string, SimRig>;
   /** Console port of each simulated rig, when consolePort was given. */
   consoles: Map<string, number>;
+  /** The xiaozhi bridge, when --xiaozhi was given. */
+  xiaozhi: XiaozhiBridge | undefined;
   url: string;
   /** The MCP bearer tokens (null with auth off). */
   tokens: TokenSet | null;
@@ -65,19 +73,6 @@ export interface Running {
 export function parseSimSpec(s: string): SimSpec {
   const i = s.lastIndexOf('=');
   return i > 0 ? { boardFile: s.slice(0, i), deviceId: s.slice(i + 1) } : { boardFile: s };
-}
-
-export function loadBoard(file: string): BoardDef {
-  if (!existsSync(file)) throw new Error(`board file ${file} does not exist`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new Error(`board file ${file} is not valid JSON: ${(e as Error).message}`);
-  }
-  const r = checkBoard(raw);
-  if (!r.ok) throw new Error(`board file ${file} is invalid:\n  ${r.errors.join('\n  ')}`);
-  return r.board;
 }
 
 export async function serve(o: ServeOptions): Promise<Running> {
@@ -100,6 +95,17 @@ export async function serve(o: ServeOptions): Promise<Running> {
     }
     return p;
   });
+  // Checked before anything starts (a bad URL throws here); dialled once the host is up.
+  const bridge = o.xiaozhi
+    ? new XiaozhiBridge({
+        url: o.xiaozhi,
+        createServer: () => createMcpServer(core),
+        logger: o.logger,
+        minBackoffMs: o.xiaozhiBackoff?.minMs,
+        maxBackoffMs: o.xiaozhiBackoff?.maxMs,
+        healthyMs: o.xiaozhiBackoff?.healthyMs,
+      })
+    : undefined;
   const firmware = o.firmwareFile ?? FIRMWARE_FILE;
   if (sims.length > 0 && !existsSync(firmware)) throw new Error(`firmware file ${firmware} is missing; build it with: npm run build`);
   const auth = o.auth ?? true;
@@ -158,7 +164,9 @@ export async function serve(o: ServeOptions): Promise<Running> {
       const server = createMcpServer(core);
       await server.connect(new StdioServerTransport());
     }
+    bridge?.start();
   } catch (e) {
+    await bridge?.close();
     for (const r of rigs.values()) r.shutdown();
     await http.close();
     core.close();
@@ -166,9 +174,10 @@ export async function serve(o: ServeOptions): Promise<Running> {
   }
 
   const close = async () => {
+    await bridge?.close();
     for (const r of rigs.values()) r.shutdown();
     await http.close();
     core.close();
   };
-  return { core, http, rigs, consoles, url, tokens, close };
+  return { core, http, rigs, consoles, url, tokens, xiaozhi: bridge, close };
 }

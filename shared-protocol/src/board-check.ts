@@ -11,6 +11,16 @@ const ESP32_INPUT_ONLY = [34, 35, 36, 39];
 const ESP32_WATCHABLE = [0, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 25, 26, 27, 34, 35, 36, 37, 38, 39];
 /** Espruino's analogWrite drives the DAC on these, not LEDC PWM: no step pulses. */
 const ESP32_DAC = [25, 26];
+/** Pins sampled at reset (strapping) or used by the serial console: usable, but wiring can stop the board booting or flashing. */
+const ESP32_BOOT_PINS: Record<string, string> = {
+  '0': 'GPIO0 is a strapping pin: held low at reset the ESP32 enters its ROM bootloader instead of running Espruino',
+  '1': 'GPIO1 is UART0 TX: the Espruino console and flashing use it',
+  '2': 'GPIO2 is a strapping pin: it must be low or floating at reset for serial flashing to work',
+  '3': 'GPIO3 is UART0 RX: the Espruino console and flashing use it',
+  '5': 'GPIO5 is a strapping pin (SDIO timing): a level forced at reset can change how the chip boots',
+  '12': 'GPIO12 is a strapping pin (MTDI): held high at reset it selects 1.8 V flash and a WROOM-32 does not boot; relay modules and pull-ups often hold it high',
+  '15': 'GPIO15 is a strapping pin (MTDO): held low at reset it silences the boot log and changes SDIO timing',
+};
 
 function isObj(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -22,12 +32,16 @@ function isMs(x: unknown): x is number {
   return typeof x === 'number' && isFinite(x) && x >= 0 && x <= 600000;
 }
 
-export type BoardCheck = { ok: true; board: BoardDef } | { ok: false; errors: string[] };
+/** `warnings` are legal but risky wiring (strapping pins); `errors` make the board unusable. */
+export type BoardCheck = { ok: true; board: BoardDef; warnings: string[] } | { ok: false; errors: string[]; warnings: string[] };
 
 export function checkBoard(raw: unknown): BoardCheck {
   const errors: string[] = [];
-  if (!isObj(raw)) return { ok: false, errors: ['board: must be a JSON object'] };
-  const b = raw;
+  const warnings: string[] = [];
+  if (!isObj(raw)) return { ok: false, errors: ['board: must be a JSON object'], warnings };
+  // "$schema" is for editors only; it never reaches a device.
+  const b: Record<string, unknown> = {};
+  for (const k in raw) if (k !== '$schema') b[k] = raw[k];
   if (typeof b.id !== 'string' || !/^[a-z0-9][a-z0-9_-]{0,31}$/.test(b.id))
     errors.push('id: must be 1-32 chars of a-z, 0-9, "_" or "-"');
   if (typeof b.name !== 'string' || b.name.length === 0) errors.push('name: must be a non-empty string');
@@ -39,6 +53,7 @@ export function checkBoard(raw: unknown): BoardCheck {
   const claim = (pin: number, what: string) => {
     const prev = used[String(pin)];
     if (prev !== undefined) errors.push(`${what}: GPIO${pin} is already used by ${prev}`);
+    else if (ESP32_BOOT_PINS[String(pin)]) warnings.push(`${what}: ${ESP32_BOOT_PINS[String(pin)]}`);
     used[String(pin)] = what;
   };
   const chans: number[] = [];
@@ -79,8 +94,8 @@ export function checkBoard(raw: unknown): BoardCheck {
       b.steppers.forEach((st: unknown, i: number) => checkStepper(st, `steppers[${i}]`, axes, errors, claim));
     }
   }
-  if (errors.length > 0) return { ok: false, errors };
-  return { ok: true, board: b as unknown as BoardDef };
+  if (errors.length > 0) return { ok: false, errors, warnings };
+  return { ok: true, board: b as unknown as BoardDef, warnings };
 }
 
 function isPos(x: unknown): x is number {

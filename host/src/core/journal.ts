@@ -168,6 +168,7 @@ export class Journal {
         'SELECT * FROM commands WHERE device_id = ? AND action = ? AND terminal_at IS NOT NULL ORDER BY terminal_at DESC, rowid DESC LIMIT 50',
       ),
       open: this.db.prepare('SELECT * FROM commands WHERE terminal_at IS NULL ORDER BY submitted_at'),
+      recent: this.db.prepare('SELECT * FROM commands ORDER BY submitted_at DESC, rowid DESC LIMIT ?'),
       event: this.db.prepare('INSERT INTO command_events (command_id, at, state, note) VALUES (?, ?, ?, ?)'),
       events: this.db.prepare('SELECT at, state, note FROM command_events WHERE command_id = ? ORDER BY id'),
       device: this.db.prepare('SELECT * FROM devices WHERE device_id = ?'),
@@ -213,6 +214,11 @@ export class Journal {
   /** Most recent terminal commands of an action on a device, newest first. */
   lastTerminal(deviceId: string, action: string): CommandRecord[] {
     return (this.stmts.lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
+  }
+
+  /** The newest commands of every device, newest first. */
+  recent(limit: number): CommandRecord[] {
+    return (this.stmts.recent.all(limit) as Row[]).map(toRecord);
   }
 
   open(): CommandRecord[] {

@@ -14,8 +14,12 @@ import { LogLimiter } from '../core/log-limit.js';
 import { WsGateway } from '../gateway/ws-gateway.js';
 import { allowedHosts, allowedOrigins, authenticate, checkHeaders, isLoopback, mcpAllowedFrom, type Tokens } from './access.js';
 import { createMcpServer } from './tools.js';
+import { DASHBOARD_HTML } from '../dashboard/page.js';
+import { serveEvents } from '../dashboard/events.js';
 
 export const MCP_PATH = '/mcp';
+/** The dashboard's live feed (Server-Sent Events). */
+export const EVENTS_PATH = '/events';
 const MAX_BODY = 1024 * 1024;
 
 export interface HttpOptions {
@@ -97,16 +101,17 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== MCP_PATH) {
-      res.writeHead(path === '/' ? 200 : 404, { 'content-type': 'text/plain' });
-      res.end(`proofrig: MCP (Streamable HTTP) at ${MCP_PATH}, devices (WebSocket) at /device\n`);
+    if (path !== MCP_PATH && path !== '/' && path !== EVENTS_PATH) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end(`proofrig: MCP (Streamable HTTP) at ${MCP_PATH}, the dashboard at /, devices (WebSocket) at /device\n`);
       return;
     }
+    // The dashboard shows what MCP shows, so it is served to the same peers, names and tokens.
     const remote = req.socket.remoteAddress;
     if (!mcpAllowedFrom(remote, allowRemote)) {
       refused(req, 403, 'remote peer');
       // Refused before the body is read, and the connection is not kept for another try.
-      jsonRpcError(res, 403, `MCP is served to this machine only (request from ${remote}); start with --allow-remote-mcp to change that`, { connection: 'close' });
+      jsonRpcError(res, 403, `MCP and the dashboard are served to this machine only (request from ${remote}); start with --allow-remote-mcp to change that`, { connection: 'close' });
       res.once('finish', () => req.socket.destroy());
       return;
     }
@@ -114,6 +119,12 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
     if (bad) {
       refused(req, 403, bad);
       return jsonRpcError(res, 403, `${bad}. This protects the rig from web pages (DNS rebinding).`);
+    }
+    if (path === '/') {
+      // The page holds no data (it fetches /events with the token), so it needs no token itself.
+      if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'" });
+      return void res.end(req.method === 'HEAD' ? undefined : DASHBOARD_HTML);
     }
     if (o.tokens) {
       const auth = authenticate(req.headers.authorization, o.tokens);
@@ -129,6 +140,10 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
       }
       // The SDK hands this to every tool handler as extra.authInfo (scopes decide operator-only tools).
       (req as IncomingMessage & { auth?: unknown }).auth = auth;
+    }
+    if (path === EVENTS_PATH) {
+      if (req.method !== 'GET') return void res.writeHead(405, { allow: 'GET' }).end();
+      return serveEvents(core, req, res);
     }
     const sid = req.headers['mcp-session-id'];
     const existing = typeof sid === 'string' ? sessions.get(sid) : undefined;
