@@ -88,15 +88,16 @@ describe('a device must prove its per-device secret', () => {
 
   it('the right secret brings the device online with the heartbeat period in the welcome', async () => {
     const d = await online();
-    expect(d.of('ok')[0]).toEqual({ t: 'ok', hb: 1000 });
+    expect(d.of('ok')[0]).toMatchObject({ t: 'ok', hb: 1000 });
+    expect(d.hostProved).toBe(true); // the welcome carries the host's proof of the secret
     expect(core.devices.view('rig1')).toMatchObject({ online: true, boot_id: 'boot0001' });
   });
 });
 
-describe('malformed and unknown frames are answered and change nothing', () => {
+describe('malformed and unknown frames (correctly sealed) are answered and change nothing', () => {
   it.each([
     ['not json', 'MALFORMED_FRAME', /not valid JSON/],
-    [JSON.stringify([1, 2]), 'MALFORMED_FRAME', /JSON object/],
+    [JSON.stringify({ t: 5 }), 'MALFORMED_FRAME', /no string field "t"/],
     [JSON.stringify({ t: 'res', rid: 'x' }), 'MALFORMED_FRAME', /res: st must be/],
     [JSON.stringify({ t: 'res', rid: 'x', st: 'completed', ev: 'none', ver: true, s: { up: 1, relays: [] }, ms: 1 }), 'MALFORMED_FRAME', /ver cannot be true without evidence/],
     [JSON.stringify({ t: 'teleport' }), 'UNKNOWN_FRAME', /unknown frame type "teleport"/],

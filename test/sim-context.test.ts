@@ -1,4 +1,5 @@
 // The firmware's world: only Espruino's globals, Espruino's timer/console/E/process semantics.
+import { createHash } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -46,13 +47,13 @@ describe('the firmware context offers only what Espruino has', () => {
     expect(lines).toEqual(['function function function function function function true true number function']);
   });
 
-  it('require() knows Storage, net and Wifi; anything else throws Error("Module NAME not found")', () => {
+  it('require() knows Storage, net, Wifi and crypto; anything else throws Error("Module NAME not found")', () => {
     const { lines } = run(`
-      print(typeof require('Storage').read, typeof require('net').connect, typeof require('Wifi').connect);
+      print(typeof require('Storage').read, typeof require('net').connect, typeof require('Wifi').connect, typeof require('crypto').SHA256);
       print(require('net') === require('net'));
       try { require('fs'); } catch (e) { print(e instanceof Error, e.message); }
       try { require('http'); } catch (e) { print(e.message); }`);
-    expect(lines).toEqual(['function function function', 'true', 'true Module fs not found', 'Module http not found']);
+    expect(lines).toEqual(['function function function function', 'true', 'true Module fs not found', 'Module http not found']);
   });
 
   it('every object is an Espruino event emitter (on/emit/removeListener)', () => {
@@ -97,6 +98,11 @@ describe('E, process and the byte helpers', () => {
     clock.advance(20);
     expect(lines).toEqual([...first, ...first]); // a power cycle restarts the sequence
     expect(run(src, 100).lines).toEqual(first); // and another rig (seed) draws the same
+  });
+
+  it("require('crypto').SHA256 returns an ArrayBuffer of 32 bytes equal to Node's SHA-256 of the bytes", () => {
+    const { lines } = run(`var h = require('crypto').SHA256('abc\\xff'); print(h instanceof ArrayBuffer, h.byteLength, [].map.call(new Uint8Array(h), function (b) { return (256 + b).toString(16).slice(1); }).join(''));`);
+    expect(lines).toEqual([`true 32 ${createHash('sha256').update(Buffer.from('abc\xff', 'latin1')).digest('hex')}`]);
   });
 
   it('Math.round rounds halves away from zero, as Espruino does (-0.5 -> -1, -2.5 -> -3)', () => {

@@ -1,4 +1,5 @@
 // The firmware's vm context: a fresh realm per boot holding only Espruino's globals, bound to the rig.
+import { createHash } from 'node:crypto';
 import vm from 'node:vm';
 import type { Boot } from './boot.js';
 import { atobLatin1, btoaLatin1, bytesOf, crc32, latin1 } from './bytes.js';
@@ -333,6 +334,14 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
     Storage: () => createStorageModule(realm, storage),
     net: () => createNetModule({ realm, link: deps.link, connect: deps.connect }),
     Wifi: () => createWifiModule(realm),
+    // Espruino's native crypto (ESP32 and Linux builds): SHA256 of a byte string or bytes, as an ArrayBuffer of 32 bytes.
+    crypto: () =>
+      realm.obj({
+        SHA256: fn((m: unknown) => {
+          const d = createHash('sha256').update(Uint8Array.from(bytesOf([m]))).digest();
+          return new C.Uint8Array(d).buffer;
+        }),
+      }),
   };
   define(
     'require',
