@@ -6,13 +6,13 @@
 // 250 ms doubling to 10 s with ±20 % jitter, reset by a successful `ok`.
 import type { RigConfig, ToDeviceFrame } from '@proofrig/protocol';
 import {
-  authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, LIVENESS_MISSES, MAC_HEX_LEN, macInput, PROTOCOL_VERSION,
-  parseToDevice, seal, sessionKeyMessage, unseal, withCounter,
+  authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, LIVENESS_MISSES, MAC_BYTES, macInput, PROTOCOL_VERSION,
+  parseToDevice, seal, SEAL_TAIL, sessionKeyMessage, unseal, withCounter,
 } from '@proofrig/protocol';
 import { wsClose, wsInit, wsIsOpen, wsOpen, wsRxAt, wsSend } from './ws';
 import type { HmacKey } from './sha256';
 import { hmac, hmacKey, same, toHex } from './sha256';
-import { utf8Enc } from './utf8';
+import { utf8Dec, utf8Enc } from './utf8';
 import { r32 } from './rand';
 import { nonce, secretKey } from './ident';
 import { nowMs, upMs } from './clock';
@@ -52,19 +52,16 @@ function proof(m: string): string {
   return toHex(hmac(secretKey(), utf8Enc(m)));
 }
 
-/** The frame MAC of a body in one direction. */
-function fmac(dir: string, body: string): string {
-  return toHex(hmac(FK as HmacKey, utf8Enc(macInput(dir, body))).substr(0, MAC_HEX_LEN / 2));
+/** The frame MAC of a body given as its UTF-8 bytes, in one direction. */
+function fmac(dir: string, bytes: string): string {
+  return btoa(hmac(FK as HmacKey, macInput(dir, bytes)).substr(0, MAC_BYTES));
 }
 
 /** Send an already serialised frame if the WebSocket is open; sealed once the link is up. */
 export function linkSendJson(j: string): void {
   if (!wsIsOpen()) return;
-  if (ph === 3) {
-    j = withCounter(j, ++txN);
-    j = seal(j, fmac(DEVICE_DIR, j));
-  }
-  wsSend(j);
+  const b = utf8Enc(ph === 3 ? withCounter(j, ++txN) : j);
+  wsSend(ph === 3 ? seal(b, fmac(DEVICE_DIR, b)) : b);
 }
 
 /** Send a frame object if the WebSocket is open (any phase). */
@@ -158,7 +155,7 @@ function refused(why: string): void {
   if (!(bad & (bad - 1))) log('refused ' + bad + ' frame(s) from the host; last: ' + why);
 }
 
-/** Why s is not the next sealed frame from the host, or '' when it is. */
+/** Why s (UTF-8 bytes) is not the next sealed frame from the host, or '' when it is. */
 function unsealFail(s: string): string {
   const u = unseal(s);
   if (!u) return 'not sealed';
@@ -173,8 +170,9 @@ function text(s: string): void {
     const why = unsealFail(s);
     if (why) return refused(why);
     rxN++;
-    s = s.substr(0, s.length - 8 - MAC_HEX_LEN) + '}';
+    s = s.substr(0, s.length - SEAL_TAIL) + '}';
   }
+  s = utf8Dec(s);
   const r = parseToDevice(s);
   if (!r.ok) {
     const e: Record<string, unknown> = { t: 'err', code: r.code, msg: r.msg };

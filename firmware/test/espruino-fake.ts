@@ -7,7 +7,7 @@ import { createHash, createHmac } from 'node:crypto';
 import vm from 'node:vm';
 import type { BoardDef, RigConfig } from '@proofrig/protocol';
 import {
-  authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, MAC_HEX_LEN, macInput, PROTOCOL_VERSION, seal, sessionKeyMessage, unseal, withCounter,
+  authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, MAC_BYTES, macInput, PROTOCOL_VERSION, seal, sessionKeyMessage, unseal, withCounter,
 } from '@proofrig/protocol';
 import { OP_CLOSE, OP_PING, OP_TEXT, wsDecode, wsEncode, type WsFrame } from '../src/wscodec';
 import { utf8Dec, utf8Enc } from '../src/utf8';
@@ -43,7 +43,7 @@ export interface FakeSocket {
 }
 
 function frameMac(key: Buffer, dir: string, body: string): string {
-  return createHmac('sha256', key).update(macInput(dir, body)).digest('hex').slice(0, MAC_HEX_LEN);
+  return createHmac('sha256', key).update(macInput(dir, body)).digest().subarray(0, MAC_BYTES).toString('base64');
 }
 
 export interface Rig {

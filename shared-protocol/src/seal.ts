@@ -7,7 +7,8 @@
 // secret) → ok{hb, mac = HMAC(secret, hostProofMessage)} (the host proves it; the device goes up
 // only after checking it). Both then derive K = HMAC(secret, sessionKeyMessage) and every later
 // frame, both ways, is the JSON body with a per-direction counter `n` (1, 2, 3 … on this
-// connection) and, last, `m` = the first MAC_HEX_LEN hex chars of HMAC(K, macInput(dir, body)).
+// connection) and, last, `m` = base64 of the first MAC_BYTES bytes of HMAC(K, macInput(dir, body))
+// (base64, not hex: Espruino's btoa is native, a hex loop costs more than the SHA-256 itself).
 // A receiver takes exactly the next counter; anything else (forged, replayed, reordered,
 // truncated, unsealed) is refused, counted and never acted on.
 
@@ -18,8 +19,9 @@ export const HOST_DIR = 'h';
 export const CTR_FIELD = 'n';
 /** Field carrying the frame MAC; always the last field of a sealed frame. */
 export const MAC_FIELD = 'm';
-/** Hex chars of HMAC-SHA256 kept as the frame MAC (128 bits). */
-export const MAC_HEX_LEN = 32;
+/** Bytes of HMAC-SHA256 kept as the frame MAC (128 bits), sent as 24 base64 chars. */
+export const MAC_BYTES = 16;
+const MAC_B64_LEN = 24;
 
 /** What the host MACs with the device secret in its `ok` to prove it knows the secret too. */
 export function hostProofMessage(dev: string, boot: string, clientNonce: string, serverNonce: string, hb: number): string {
@@ -46,9 +48,9 @@ export function seal(body: string, mac: string): string {
   return body.slice(0, -1) + ',"' + MAC_FIELD + '":"' + mac + '"}';
 }
 
-/** Length of the `,"m":"<hex>"}` tail of a sealed frame. */
-const TAIL = 8 + MAC_HEX_LEN;
-const HEX = /^[0-9a-f]+$/;
+/** Length of the `,"m":"<base64>"}` tail of a sealed frame. */
+export const SEAL_TAIL = 8 + MAC_B64_LEN;
+const B64 = /^[A-Za-z0-9+\/]{22}==$/;
 
 /**
  * Split a sealed frame into the body that was MACed and its MAC, or null when the text does not
@@ -56,8 +58,8 @@ const HEX = /^[0-9a-f]+$/;
  */
 export function unseal(text: string): { body: string; mac: string } | null {
   const n = text.length;
-  if (n < TAIL + 2 || text.slice(n - TAIL, n - TAIL + 6) !== ',"' + MAC_FIELD + '":"' || text.slice(n - 2) !== '"}') return null;
-  const mac = text.slice(n - TAIL + 6, n - 2);
-  if (!HEX.test(mac)) return null;
-  return { body: text.slice(0, n - TAIL) + '}', mac };
+  if (n < SEAL_TAIL + 2 || text.slice(n - SEAL_TAIL, n - SEAL_TAIL + 6) !== ',"' + MAC_FIELD + '":"' || text.slice(n - 2) !== '"}') return null;
+  const mac = text.slice(n - SEAL_TAIL + 6, n - 2);
+  if (!B64.test(mac)) return null;
+  return { body: text.slice(0, n - SEAL_TAIL) + '}', mac };
 }

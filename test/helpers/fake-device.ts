@@ -3,7 +3,7 @@
 // lies, malformed frames) — the real firmware is exercised by the end-to-end suites.
 import { createHmac } from 'node:crypto';
 import {
-  authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, MAC_HEX_LEN, macInput, PROTOCOL_VERSION, seal, sessionKeyMessage, unseal, withCounter,
+  authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, MAC_BYTES, macInput, PROTOCOL_VERSION, seal, sessionKeyMessage, unseal, withCounter,
   type DeviceState,
 } from '@proofrig/protocol';
 import { createLinkedPair, type Link } from '../../host/src/core/link.js';
@@ -47,7 +47,7 @@ export class FakeDevice {
   }
 
   private mac(dir: string, body: string): string {
-    return createHmac('sha256', this.key!).update(macInput(dir, body)).digest('hex').slice(0, MAC_HEX_LEN);
+    return createHmac('sha256', this.key!).update(macInput(dir, body)).digest().subarray(0, MAC_BYTES).toString('base64');
   }
 
   private receive(t: string): void {
@@ -91,7 +91,7 @@ export class FakeDevice {
   /** A sealed frame with a counter and key of our choosing (does not advance txN). */
   sealed(f: object, n: number, key: Buffer | undefined = this.key): string {
     const body = withCounter(JSON.stringify(f), n);
-    const mac = createHmac('sha256', key!).update(macInput(DEVICE_DIR, body)).digest('hex').slice(0, MAC_HEX_LEN);
+    const mac = createHmac('sha256', key!).update(macInput(DEVICE_DIR, body)).digest().subarray(0, MAC_BYTES).toString('base64');
     return seal(body, mac);
   }
 

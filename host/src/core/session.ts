@@ -11,7 +11,7 @@ import {
   DEVICE_DIR,
   HOST_DIR,
   hostProofMessage,
-  MAC_HEX_LEN,
+  MAC_BYTES,
   macInput,
   seal,
   sessionKeyMessage,
@@ -88,7 +88,7 @@ export class Session {
   }
 
   private mac(dir: string, body: string): string {
-    return createHmac('sha256', this.key!).update(macInput(dir, body)).digest('hex').slice(0, MAC_HEX_LEN);
+    return createHmac('sha256', this.key!).update(macInput(dir, body)).digest().subarray(0, MAC_BYTES).toString('base64');
   }
 
   /** The body of text if it is the next sealed frame from the device, else why not. */
