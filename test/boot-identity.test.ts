@@ -1,7 +1,9 @@
 // Every boot of every device is told apart by the host, although Espruino's E.hwRand() repeats the
 // same sequence after every boot (the vm reproduces that sequence exactly): the boot id and the
 // nonces come from a boot counter kept in Storage, the device id and the secret.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,6 +11,7 @@ import { WebSocketServer } from 'ws';
 import type { BoardDef } from '../shared-protocol/src/board.js';
 import { DEVICE_PATH } from '../shared-protocol/src/constants.js';
 import { SimRig } from '@proofrig/sim';
+import { ESPRUINO, ESPRUINO_NOTICE, runEspruino } from './helpers/espruino-run';
 
 const FIRMWARE = fileURLToPath(new URL('../firmware/dist/proofrig.js', import.meta.url));
 const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
@@ -87,3 +90,21 @@ describe.skipIf(!existsSync(FIRMWARE))('boot identity with a deterministic E.hwR
     expect(hellos[1].boot.startsWith('2-')).toBe(true);
   });
 });
+
+describe.skipIf(!ESPRUINO || !existsSync(FIRMWARE))('boot identity on the real Espruino interpreter (PROOFRIG_ESPRUINO)', () => {
+  it('two boots of the built firmware in the same folder (Storage kept, E.hwRand repeating) log different boot ids, counted 1 and 2', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proofrig-boots-'));
+    const config = { dev: 'rig1', secret: '00112233445566778899aabbccddeeff', host: 'ws://127.0.0.1:9/device', board };
+    // Pins are not this test's business: no-op shims; the config goes to Storage as `proofrig upload` puts it.
+    const shim = ['digitalWrite', 'pinMode', 'analogWrite', 'digitalPulse'].map((f) => `global.${f}=function(){};`).join('') +
+      'global.digitalRead=function(){return 0};global.setWatch=function(){return 1};global.clearWatch=function(){};' +
+      `require('Storage').writeJSON('proofrig.json', ${JSON.stringify(config)});\n`;
+    writeFileSync(join(dir, 'boot.js'), shim + readFileSync(FIRMWARE, 'utf8'));
+    const bootOf = (out: string) => /proofrig: fw \S+, boot (\S+), device rig1/.exec(out)?.[1];
+    const first = bootOf(await runEspruino(join(dir, 'boot.js'), dir, /boot \S+, device rig1/));
+    const second = bootOf(await runEspruino(join(dir, 'boot.js'), dir, /boot \S+, device rig1/));
+    expect(first).toMatch(/^1-[0-9a-f]{12}$/);
+    expect(second).toMatch(/^2-[0-9a-f]{12}$/);
+  }, 30_000);
+});
+if (!ESPRUINO) console.log(ESPRUINO_NOTICE);

@@ -192,7 +192,7 @@ describe('proofrig sim', () => {
     let out = '';
     const code = await runSimCommand(
       { board: RELAY_BOARD, consolePort: 0, host: 'ws://127.0.0.1:9/device', quiet: true },
-      { stdout: { write: (t: string) => (out += t) }, until: async (r) => void expect(r.storage.list().sort()).toEqual(['.bootcde', 'proofrig.json']) },
+      { stdout: { write: (t: string) => (out += t) }, until: async (r) => void expect(r.storage.list().sort()).toEqual(['.bootcde', 'proofrig.boot', 'proofrig.json']) // proofrig.boot: the firmware's boot counter },
     );
     expect(code).toBe(0);
     expect(out).toMatch(/proofrig firmware, device relay-rig-4ch/);
