@@ -35,7 +35,9 @@ declare var E: {
   hwRand?: () => number;
   CRC32?: (data: string) => number;
   /** Bytes (ArrayBuffer, typed array, array) as a byte string. */
-  toString(data: ArrayBuffer): string;
+  toString(data: ArrayBuffer | Uint8Array): string;
+  /** A byte string as bytes. */
+  toUint8Array?: (s: string) => Uint8Array;
 };
 
 type TimerId = ReturnType<typeof setTimeout>;

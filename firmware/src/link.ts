@@ -192,8 +192,9 @@ function text(s: string): void {
   } else if (f.t === 'ok') {
     if (ph !== 2) return;
     if (same(f.mac, proof(hostProofMessage(C.dev, boot, cn, sn, f.hb)))) return welcomed(f.hb);
-    linkSend({ t: 'err', code: 'AUTH_FAILED', msg: 'the host could not prove it knows this device\'s secret' });
-    down('the host could not prove it knows the secret', true);
+    const why = 'the host could not prove it knows the secret';
+    linkSend({ t: 'err', code: 'AUTH_FAILED', msg: why });
+    down(why, true);
   } else if (ph === 3 && f.t !== 'hb') {
     try {
       onFrame(f);
