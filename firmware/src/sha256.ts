@@ -2,6 +2,7 @@
 // ArrayBuffer of 32 bytes); HMAC-SHA256 (RFC 2104) is built on it here, on byte strings.
 import { utf8Enc } from './utf8';
 import { hex4 } from './rand';
+import { wsMask } from './wscodec';
 
 let C: { SHA256: (m: string) => ArrayBuffer } | undefined;
 
@@ -24,17 +25,11 @@ export interface HmacKey {
   o: string;
 }
 
-/** Prepare a key given as bytes. */
+/** Prepare a key given as bytes: zero-padded to the 64-byte block, XORed with 0x36 and 0x5c (wsMask does it four bytes at a time). */
 export function hmacKey(k: string): HmacKey {
   if (k.length > 64) k = sha256(k);
-  let i = '';
-  let o = '';
-  for (let j = 0; j < 64; j++) {
-    const c = j < k.length ? k.charCodeAt(j) : 0;
-    i += String.fromCharCode(c ^ 0x36);
-    o += String.fromCharCode(c ^ 0x5c);
-  }
-  return { i: i, o: o };
+  k += '\0'.repeat(64 - k.length);
+  return { i: wsMask(k, '\x36\x36\x36\x36', 0), o: wsMask(k, '\x5c\x5c\x5c\x5c', 0) };
 }
 
 /** HMAC-SHA256 of a byte string, as 32 bytes. */

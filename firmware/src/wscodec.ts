@@ -27,9 +27,10 @@ export const WS_TOO_BIG = -1;
 export const WS_BAD = -2;
 
 /**
- * XOR bytes of d with the 4-byte key found at k[o..o+3]. On Espruino, four bytes at a time in a
- * Uint32Array with native conversions: a per-byte loop took longer than everything else a frame
- * costs (measured: ~130 µs per byte on the Linux interpreter under load).
+ * XOR bytes of d with the 4-byte key found at k[o..o+3] (WebSocket masking, HMAC key pads). On
+ * Espruino, four bytes at a time in a Uint32Array with native conversions: a per-byte loop took
+ * longer than everything else a frame costs (measured: ~130 µs per byte on the Linux interpreter
+ * under load).
  */
 export function wsMask(d: string, k: string, o: number): string {
   const n = d.length;
