@@ -21,10 +21,10 @@ export default defineConfig({
   splitting: false,
   clean: true,
   noExternal: ['@proofrig/protocol'],
-  // require('Storage'|'net'|'Wifi') are Espruino built-ins. esbuild would route every `require`
+  // require('Storage'|'net'|'Wifi'|'crypto') are Espruino built-ins. esbuild would route every `require`
   // through a shim that probes for Proxy, so the source's `require` is renamed to a global the
   // banner binds to the interpreter's own require before the bundle runs.
-  external: ['Storage', 'net', 'Wifi'],
+  external: ['Storage', 'net', 'Wifi', 'crypto'],
   banner: { js: 'var __proofrigRequire=require;' },
   define: { __FW_VERSION__: JSON.stringify(pkg.version), require: '__proofrigRequire' },
   outExtension: () => ({ js: '.js' }),

@@ -46,7 +46,7 @@ import { builtinModules } from 'node:module';
  */
 
 export const DEFAULT_MAX_BYTES = 48 * 1024;
-export const DEFAULT_ALLOW_MODULES = Object.freeze(['Storage', 'net', 'Wifi']);
+export const DEFAULT_ALLOW_MODULES = Object.freeze(['Storage', 'net', 'Wifi', 'crypto']);
 
 /** Rule ids and what they catch (also the documentation of the check). */
 export const RULES = Object.freeze({

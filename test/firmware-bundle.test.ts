@@ -5,7 +5,8 @@ import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildFirmwareToTemp } from './helpers/firmware-build';
 import type { BoardDef, RigConfig } from '@proofrig/protocol';
-import { DEDUPE_RING_SIZE, parseToHost } from '@proofrig/protocol';
+import { createHmac } from 'node:crypto';
+import { authMessage, DEDUPE_RING_SIZE, hostProofMessage, parseToHost, PROTOCOL_VERSION } from '@proofrig/protocol';
 import { loadFirmware, type FakeSocket, type Rig } from '../firmware/test/espruino-fake';
 
 const root = resolve(__dirname, '..');
@@ -60,12 +61,15 @@ describe('firmware boot', () => {
 
   it('connects to the configured host and says hello with a fresh boot id and a per-connection nonce', () => {
     const a = boot();
-    const b = boot();
     expect(a.s.opts).toEqual({ host: '192.168.1.10', port: 8787 });
-    expect(a.hello).toMatchObject({ t: 'hello', v: 1, dev: 'bench-1', fw: '0.1.0', board: 'relay-rig-4ch' });
-    expect(a.hello.boot).toMatch(/^[0-9a-f]{16}$/);
+    expect(a.hello).toMatchObject({ t: 'hello', v: PROTOCOL_VERSION, dev: 'bench-1', fw: '0.1.0', board: 'relay-rig-4ch' });
+    expect(a.hello.boot).toMatch(/^1-[0-9a-f]{12}$/);
     expect(a.hello.cn).toMatch(/^[0-9a-f]{32}$/);
-    expect(b.hello.boot).not.toBe(a.hello.boot);
+    // A power cycle: the same flash, the same (constant) E.hwRand, the same boot timing.
+    const b = loadFirmware(config, file, { storage: a.rig.storage }).connectUp();
+    expect(b.hello.boot).toMatch(/^2-[0-9a-f]{12}$/);
+    expect(b.hello.cn).not.toBe(a.hello.cn);
+    expect(a.rig.storage['proofrig.boot']).toBe('2');
     a.rig.drop(a.s);
     a.rig.advance(400);
     const again = a.rig.connectUp();
@@ -89,7 +93,7 @@ describe('firmware boot', () => {
     const s = rig.accept();
     recv(rig, s);
     rig.send(s, relaySet('early', 1, true));
-    rig.send(s, { t: 'chal', v: 1, sn: '0123456789abcdef0123' });
+    rig.send(s, { t: 'chal', v: PROTOCOL_VERSION, sn: '0123456789abcdef0123' });
     const [auth] = recv(rig, s);
     expect(auth.t).toBe('auth');
     rig.send(s, relaySet('early2', 1, true));
@@ -284,8 +288,9 @@ describe('firmware frames and queries', () => {
 
   it('reassembles a text message the host sent in fragments', () => {
     const { rig, s } = boot();
-    rig.deliver(s, '\x01\x09{"t":"q",');
-    rig.deliver(s, '\x80\x0b"q":"frag"}');
+    const text = rig.sealed(s, { t: 'q', q: 'frag' }, 1);
+    rig.deliver(s, '\x01' + String.fromCharCode(9) + text.slice(0, 9));
+    rig.deliver(s, '\x80' + String.fromCharCode(text.length - 9) + text.slice(9));
     expect(recv(rig, s)[0]).toMatchObject({ t: 'state', q: 'frag' });
   });
 });
@@ -411,5 +416,113 @@ describe('firmware link', () => {
     rig.deliver(s2, 'HTTP/1.1 403 Forbidden\r\n\r\n');
     expect(s2.ended).toBe(true);
     expect(rig.logs.join('\n')).toMatch(/upgrade refused: HTTP\/1.1 403 Forbidden/);
+  });
+});
+
+describe('firmware link security: the host must prove the secret, and every later frame is sealed', () => {
+  /** Accept, answer hello with a challenge and return what the device authenticated with. */
+  function challenged() {
+    const rig = loadFirmware(config, file);
+    const s = rig.accept();
+    const [hello] = recv(rig, s);
+    const sn = 'f'.repeat(32);
+    rig.send(s, { t: 'chal', v: PROTOCOL_VERSION, sn });
+    const [auth] = recv(rig, s);
+    expect(auth.mac).toBe(createHmac('sha256', config.secret).update(authMessage(hello.dev, hello.boot, hello.cn, sn)).digest('hex'));
+    return { rig, s, hello, sn };
+  }
+
+  it('a host without the secret cannot make the device go up or act: ok with a wrong proof is refused and the relay stays off', () => {
+    const { rig, s, hello, sn } = challenged();
+    const forged = createHmac('sha256', 'not-the-secret').update(hostProofMessage(hello.dev, hello.boot, hello.cn, sn, 1000)).digest('hex');
+    rig.send(s, { t: 'ok', hb: 1000, mac: forged });
+    rig.send(s, relaySet('evil', 1, true));
+    rig.advance(100);
+    const out = recv(rig, s);
+    expect(out).toEqual([expect.objectContaining({ t: 'err', code: 'AUTH_FAILED' })]);
+    expect(rig.pins[23]).toBe(1); // relay 1 (active low) never energised
+    expect(s.ended).toBe(true);
+    expect(rig.logs.join('\n')).toMatch(/host could not prove/);
+    // It backs off for the long period before trying again.
+    rig.advance(7000);
+    expect(rig.sockets.length).toBe(1);
+  });
+
+  it('an ok without a proof, or with the proof for another heartbeat period, is refused too', () => {
+    const a = challenged();
+    a.rig.send(a.s, { t: 'ok', hb: 1000 });
+    a.rig.send(a.s, relaySet('evil', 1, true));
+    a.rig.advance(50);
+    expect(a.rig.pins[23]).toBe(1);
+    const b = challenged();
+    const proofFor5000 = createHmac('sha256', config.secret).update(hostProofMessage(b.hello.dev, b.hello.boot, b.hello.cn, b.sn, 5000)).digest('hex');
+    b.rig.send(b.s, { t: 'ok', hb: 50, mac: proofFor5000 });
+    b.rig.send(b.s, relaySet('evil', 1, true));
+    b.rig.advance(50);
+    expect(b.rig.pins[23]).toBe(1);
+    expect(b.s.ended).toBe(true);
+  });
+
+  function refusedHere(f: (rig: Rig, s: FakeSocket) => void) {
+    const { rig, s } = boot(500);
+    f(rig, s);
+    rig.advance(100);
+    expect(recv(rig, s)).toEqual([]); // never answered, never acted on
+    expect(rig.pins[23]).toBe(1);
+    expect(s.ended).toBe(false);
+    rig.advance(400);
+    return { rig, s, hb: recv(rig, s).find((x) => x.t === 'hb') };
+  }
+
+  it('a forged frame (wrong key) is refused, changes nothing, and is counted in the heartbeat', () => {
+    const { hb } = refusedHere((rig, s) => rig.sendRaw(s, rig.sealed(s, relaySet('x', 1, true), 1, Buffer.alloc(32, 7))));
+    expect(hb).toMatchObject({ t: 'hb', bad: 1 });
+  });
+
+  it('an unsealed frame after the handshake is refused', () => {
+    const { hb } = refusedHere((rig, s) => rig.sendRaw(s, JSON.stringify(relaySet('x', 1, true))));
+    expect(hb).toMatchObject({ bad: 1 });
+  });
+
+  it('a truncated frame is refused', () => {
+    const { hb } = refusedHere((rig, s) => rig.sendRaw(s, rig.sealed(s, relaySet('x', 1, true), 1).slice(0, -3) + '"}'));
+    expect(hb).toMatchObject({ bad: 1 });
+  });
+
+  it('a frame whose body was altered under a valid-looking MAC is refused', () => {
+    const { hb } = refusedHere((rig, s) => rig.sendRaw(s, rig.sealed(s, relaySet('x', 1, false), 1).replace('false', 'true ')));
+    expect(hb).toMatchObject({ bad: 1 });
+  });
+
+  it('a replayed frame is refused: the same sealed command twice executes once', () => {
+    const { rig, s } = boot(500);
+    const f = rig.sealed(s, relaySet('r1', 1, true), 1);
+    rig.sendRaw(s, f);
+    rig.advance(100);
+    const first = recv(rig, s);
+    expect(first[0]).toEqual({ t: 'ack', rid: 'r1', st: 'accepted' });
+    rig.send(s, { t: 'rack', rid: 'r1' }); // would be n=1 again from the harness: refused as well
+    rig.sendRaw(s, f);
+    rig.advance(100);
+    expect(recv(rig, s)).toEqual([]);
+    rig.advance(300);
+    expect(recv(rig, s).find((x) => x.t === 'hb')).toMatchObject({ bad: 2 });
+  });
+
+  it('reordered frames are refused: counter 3 before 2 is dropped, then 2 is taken', () => {
+    const { rig, s } = boot(500);
+    rig.sendRaw(s, rig.sealed(s, { t: 'q', q: 'three' }, 2));
+    rig.sendRaw(s, rig.sealed(s, { t: 'q', q: 'two' }, 1));
+    rig.advance(10);
+    expect(recv(rig, s).map((x) => x.q)).toEqual(['two']);
+  });
+
+  it('every frame the device sends after the handshake is sealed with consecutive counters (checked by the harness)', () => {
+    const { rig, s } = boot(500);
+    rig.send(s, relaySet('r1', 1, true));
+    rig.advance(600);
+    const out = recv(rig, s);
+    expect(out.map((x) => x.t)).toEqual(['ack', 'res', 'hb']);
+    expect(s.dn).toBe(3);
   });
 });

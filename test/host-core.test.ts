@@ -88,15 +88,16 @@ describe('a device must prove its per-device secret', () => {
 
   it('the right secret brings the device online with the heartbeat period in the welcome', async () => {
     const d = await online();
-    expect(d.of('ok')[0]).toEqual({ t: 'ok', hb: 1000 });
+    expect(d.of('ok')[0]).toMatchObject({ t: 'ok', hb: 1000 });
+    expect(d.hostProved).toBe(true); // the welcome carries the host's proof of the secret
     expect(core.devices.view('rig1')).toMatchObject({ online: true, boot_id: 'boot0001' });
   });
 });
 
-describe('malformed and unknown frames are answered and change nothing', () => {
+describe('malformed and unknown frames (correctly sealed) are answered and change nothing', () => {
   it.each([
     ['not json', 'MALFORMED_FRAME', /not valid JSON/],
-    [JSON.stringify([1, 2]), 'MALFORMED_FRAME', /JSON object/],
+    [JSON.stringify({ t: 5 }), 'MALFORMED_FRAME', /no string field "t"/],
     [JSON.stringify({ t: 'res', rid: 'x' }), 'MALFORMED_FRAME', /res: st must be/],
     [JSON.stringify({ t: 'res', rid: 'x', st: 'completed', ev: 'none', ver: true, s: { up: 1, relays: [] }, ms: 1 }), 'MALFORMED_FRAME', /ver cannot be true without evidence/],
     [JSON.stringify({ t: 'teleport' }), 'UNKNOWN_FRAME', /unknown frame type "teleport"/],
@@ -136,6 +137,77 @@ describe('commands are checked before anything is sent', () => {
     expect(s.detail).toMatch(/valid channels: 1, 2, 3, 4/);
     await flush();
     expect(d.of('cmd')).toHaveLength(0);
+  });
+});
+
+describe('after the handshake every device frame must be the next sealed one: the rest is refused, counted, never acted on', () => {
+  /** Online, one relay command sent; returns the device, the command and a completed result for it. */
+  async function withCommand() {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    const rid = d.of('cmd')[0].rid as string;
+    const res = { t: 'res', rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 };
+    return { d, s, res };
+  }
+  const unchanged = async (d: FakeDevice, commandId: string, refused: number) => {
+    await flush();
+    expect(core.status(commandId)!.state).toBe('sent');
+    expect(d.of('rack')).toEqual([]);
+    expect(d.of('err')).toEqual([]); // refused frames get no answer
+    expect(core.devices.view('rig1')).toMatchObject({ online: true, refused_frames: { by_host: refused, by_device: 0 } });
+  };
+
+  it('the host proves the secret in its welcome and seals everything it sends afterwards', async () => {
+    const d = await online();
+    expect(d.hostProved).toBe(true);
+    expect(d.raw.slice(d.raw.findIndex((t) => t.includes('"t":"ok"')) + 1).length).toBeGreaterThan(0);
+    expect(d.refused).toEqual([]); // every later host frame passed the device-side check (MAC + counter)
+  });
+
+  it('a forged result (a key without the secret) is refused', async () => {
+    const { d, s, res } = await withCommand();
+    d.sendRaw(d.sealed(res, d.txN + 1, Buffer.alloc(32, 1)));
+    await unchanged(d, s.command_id, 1);
+  });
+
+  it('an unsealed result is refused', async () => {
+    const { d, s, res } = await withCommand();
+    d.sendRaw(JSON.stringify(res));
+    await unchanged(d, s.command_id, 1);
+  });
+
+  it('a truncated result is refused', async () => {
+    const { d, s, res } = await withCommand();
+    d.sendRaw(d.sealed(res, d.txN + 1).slice(0, -10) + '"}');
+    await unchanged(d, s.command_id, 1);
+  });
+
+  it('a result with a counter ahead of the next one (reordered) is refused, then the right counter is taken', async () => {
+    const { d, s, res } = await withCommand();
+    d.sendRaw(d.sealed(res, d.txN + 2));
+    await unchanged(d, s.command_id, 1);
+    d.sendRaw(d.sealed(res, d.txN + 1));
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('completed');
+  });
+
+  it('a replayed frame is refused: the same sealed ack twice is counted once as refused', async () => {
+    const { d, s } = await withCommand();
+    const ack = d.sealed({ t: 'ack', rid: d.of('cmd')[0].rid, st: 'accepted' }, d.txN + 1);
+    d.sendRaw(ack);
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('accepted');
+    d.sendRaw(ack);
+    await flush();
+    expect(core.devices.view('rig1')!.refused_frames).toEqual({ by_host: 1, by_device: 0 });
+  });
+
+  it("the device's count of refused host frames (hb.bad) is shown too", async () => {
+    const d = await online();
+    d.send({ t: 'hb', up: 5, bad: 3 });
+    await flush();
+    expect(core.devices.view('rig1')!.refused_frames).toEqual({ by_host: 0, by_device: 3 });
   });
 });
 

@@ -123,15 +123,31 @@ describe('net sockets over real TCP', () => {
     expect(lines).toEqual(['connect, inside=false', 'drain, inside=false']);
   });
 
-  it('a refused connection reports error -9 "connection reset", then end and close(true)', async () => {
+  it('a loopback port nobody listens on: net.connect throws "Unable to create socket" at once (the interpreter\'s blocking connect)', async () => {
     const srv = await server();
     const port = srv.port;
     await srv.close();
     const { lines } = start(`
+      try { require('net').connect({ host: '127.0.0.1', port: ${port} }, function () { print('connected?!'); }); }
+      catch (e) { print('threw', e.message); }`);
+    expect(lines).toEqual(['ERROR: Connect failed (err 111)', 'threw Unable to create socket']);
+  });
+
+  it('a refusal that arrives after connect() returned reports error -9 "connection reset", then end and close(true)', async () => {
+    const srv = await server();
+    const port = srv.port;
+    await srv.close();
+    // A connector that does not look first: the refusal comes back asynchronously.
+    const connect = (o: { host: string; port: number }) => net.connect(o);
+    const { lines } = start(
+      `
       var sock = require('net').connect({ host: '127.0.0.1', port: ${port} }, function () { print('connected?!'); });
       sock.on('error', function (e) { print('error', e.code, e.message, e instanceof Object); });
       sock.on('end', function () { print('end'); });
-      sock.on('close', function (h) { print('close', h); });`);
+      sock.on('close', function (h) { print('close', h); });`,
+      realClock,
+      { connect },
+    );
     await waitFor(() => lines.some((l) => l.startsWith('close')), 'close');
     expect(lines).toEqual(['error -9 connection reset true', 'end', 'close true']);
   });

@@ -190,9 +190,10 @@ describe('proofrig sim', () => {
 
   it('without --blank the board already holds the firmware and a config; wrong calls exit 2', async () => {
     let out = '';
+    // proofrig.boot: the firmware's boot counter, written at its first boot.
     const code = await runSimCommand(
       { board: RELAY_BOARD, consolePort: 0, host: 'ws://127.0.0.1:9/device', quiet: true },
-      { stdout: { write: (t: string) => (out += t) }, until: async (r) => void expect(r.storage.list().sort()).toEqual(['.bootcde', 'proofrig.json']) },
+      { stdout: { write: (t: string) => (out += t) }, until: async (r) => void expect(r.storage.list().sort()).toEqual(['.bootcde', 'proofrig.boot', 'proofrig.json']) },
     );
     expect(code).toBe(0);
     expect(out).toMatch(/proofrig firmware, device relay-rig-4ch/);

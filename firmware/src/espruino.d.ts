@@ -28,9 +28,16 @@ interface WatchOptions {
 declare function setWatch(fn: (e: WatchEvent) => void, pin: number, opts: WatchOptions): number | undefined;
 
 declare var E: {
-  /** 32 random bits from the hardware RNG. */
+  /**
+   * C rand() on Espruino (Linux and ESP32 alike): the same fixed sequence after every boot, so it
+   * is never the only source of anything that must differ per boot or per device.
+   */
   hwRand?: () => number;
   CRC32?: (data: string) => number;
+  /** Bytes (ArrayBuffer, typed array, array) as a byte string. */
+  toString(data: ArrayBuffer | Uint8Array): string;
+  /** A byte string as bytes. */
+  toUint8Array?: (s: string) => Uint8Array;
 };
 
 type TimerId = ReturnType<typeof setTimeout>;
@@ -48,6 +55,8 @@ interface EspNet {
 }
 interface EspStorage {
   readJSON(name: string, noExceptions?: boolean): unknown;
+  /** true when written; Espruino may also throw (flash full or failing). */
+  write(name: string, data: string): boolean;
 }
 interface EspWifi {
   connect(ssid: string, opts: { password: string }, cb: (err: unknown) => void): void;

@@ -1,11 +1,20 @@
 // The session with the host over ws.ts: hello → chal → auth → ok, then heartbeats, liveness and
-// delivery of validated frames to the executor. Owns reconnection: exactly one reconnect timer,
-// back-off 250 ms doubling to 10 s with ±20 % jitter, reset by a successful `ok`.
+// delivery of validated frames to the executor. The host must prove the secret in its `ok` before
+// the link goes up; from then on every frame both ways is sealed with the session key and a
+// per-direction counter (@proofrig/protocol seal.ts), and one that is not is refused, counted
+// (`bad` in hb) and never acted on. Owns reconnection: exactly one reconnect timer, back-off
+// 250 ms doubling to 10 s with ±20 % jitter, reset by a successful `ok`.
 import type { RigConfig, ToDeviceFrame } from '@proofrig/protocol';
-import { authMessage, clip, LIVENESS_MISSES, PROTOCOL_VERSION, parseToDevice } from '@proofrig/protocol';
+import {
+  authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, LIVENESS_MISSES, MAC_BYTES, macInput, PROTOCOL_VERSION,
+  parseToDevice, clip, seal, SEAL_TAIL, sessionKeyMessage, unseal, withCounter,
+} from '@proofrig/protocol';
 import { wsClose, wsInit, wsIsOpen, wsOpen, wsRxAt, wsSend } from './ws';
-import { hmacSha256Hex } from './sha256';
-import { r32, randHex } from './rand';
+import type { HmacKey } from './sha256';
+import { hmac, hmacKey, same, toHex } from './sha256';
+import { utf8Dec, utf8Enc } from './utf8';
+import { r32 } from './rand';
+import { nonce, secretKey } from './ident';
 import { nowMs, upMs } from './clock';
 
 const BACKOFF_MIN = 250;
@@ -18,6 +27,13 @@ let ph = 0;
 let C: RigConfig;
 let boot = '';
 let cn = '';
+let sn = '';
+/** Session key of this connection, and the frame counters: last sent, last accepted. */
+let FK: HmacKey | undefined;
+let txN = 0;
+let rxN = 0;
+/** Frames refused on this connection (bad seal, MAC or counter). */
+let bad = 0;
 let hb = 0;
 let backoff = BACKOFF_MIN;
 let onFrame: (f: ToDeviceFrame) => void;
@@ -31,14 +47,26 @@ function log(s: string): void {
   console.log('proofrig link: ' + s);
 }
 
-/** Send a frame object if the WebSocket is open (any phase). */
-export function linkSend(o: object): void {
-  if (wsIsOpen()) wsSend(JSON.stringify(o));
+/** HMAC(secret, m) in hex: the handshake's proofs. */
+function proof(m: string): string {
+  return toHex(hmac(secretKey(), utf8Enc(m)));
 }
 
-/** Send an already serialised frame if the WebSocket is open. */
+/** The frame MAC of a body given as its UTF-8 bytes, in one direction. */
+function fmac(dir: string, bytes: string): string {
+  return btoa(hmac(FK as HmacKey, macInput(dir, bytes)).substr(0, MAC_BYTES));
+}
+
+/** Send an already serialised frame if the WebSocket is open; sealed once the link is up. */
 export function linkSendJson(j: string): void {
-  if (wsIsOpen()) wsSend(j);
+  if (!wsIsOpen()) return;
+  const b = utf8Enc(ph === 3 ? withCounter(j, ++txN) : j);
+  wsSend(ph === 3 ? seal(b, fmac(DEVICE_DIR, b)) : b);
+}
+
+/** Send a frame object if the WebSocket is open (any phase). */
+export function linkSend(o: object): void {
+  linkSendJson(JSON.stringify(o));
 }
 
 /** Authenticated and welcomed: commands flow. */
@@ -56,6 +84,7 @@ function stopTimers(): void {
 function connect(): void {
   reT = undefined;
   ph = 0;
+  FK = undefined;
   hsT = setTimeout(handshakeTimeout, HANDSHAKE_MS);
   if (!wsOpen(C.host)) down('could not open a socket to ' + C.host, false);
 }
@@ -73,6 +102,7 @@ function down(why: string, long: boolean): void {
   log('down: ' + why);
   if (long) backoff = BACKOFF_MAX;
   ph = 0;
+  FK = undefined;
   stopTimers();
   wsClose();
   schedule();
@@ -95,16 +125,19 @@ function beat(): void {
   const o: Record<string, unknown> = { t: 'hb', up: upMs() };
   const p = typeof process !== 'undefined' ? (process as unknown as EspProcess) : undefined;
   if (p && p.memory) o.free = p.memory().free;
+  if (bad) o.bad = bad;
   linkSend(o);
 }
 
 function opened(): void {
   ph = 1;
-  cn = randHex(32);
+  cn = nonce();
   linkSend({ t: 'hello', v: PROTOCOL_VERSION, dev: C.dev, boot: boot, fw: __FW_VERSION__, board: C.board.id, cn: cn });
 }
 
 function welcomed(period: number): void {
+  FK = hmacKey(hmac(secretKey(), utf8Enc(sessionKeyMessage(C.dev, boot, cn, sn))));
+  txN = rxN = bad = 0;
   ph = 3;
   backoff = BACKOFF_MIN;
   hb = period;
@@ -122,7 +155,30 @@ function answerBad(code: string, msg: string, ref?: string): void {
   linkSend(e);
 }
 
+/** A frame that is not the next sealed frame from the host: refused, counted, never acted on. */
+function refused(why: string): void {
+  bad++;
+  if (!(bad & (bad - 1))) log('refused ' + bad + ' frame(s) from the host; last: ' + why);
+}
+
+/** Why s (UTF-8 bytes) is not the next sealed frame from the host, or '' when it is. */
+function unsealFail(s: string): string {
+  const u = unseal(s);
+  if (!u) return 'not sealed';
+  if (!same(u.mac, fmac(HOST_DIR, u.body))) return 'bad MAC';
+  const t = withCounter('}', rxN + 1);
+  if (u.body.substr(u.body.length - t.length) !== t) return 'counter is not ' + (rxN + 1);
+  return '';
+}
+
 function dispatch(s: string): void {
+  if (ph === 3) {
+    const why = unsealFail(s);
+    if (why) return refused(why);
+    rxN++;
+    s = s.substr(0, s.length - SEAL_TAIL) + '}';
+  }
+  s = utf8Dec(s);
   const r = parseToDevice(s);
   if (!r.ok) {
     answerBad(r.code, r.msg, r.ref);
@@ -137,9 +193,14 @@ function dispatch(s: string): void {
   } else if (f.t === 'chal') {
     if (ph !== 1) return;
     ph = 2;
-    linkSend({ t: 'auth', mac: hmacSha256Hex(C.secret, authMessage(C.dev, boot, cn, f.sn)) });
+    sn = f.sn;
+    linkSend({ t: 'auth', mac: proof(authMessage(C.dev, boot, cn, sn)) });
   } else if (f.t === 'ok') {
-    if (ph === 2) welcomed(f.hb);
+    if (ph !== 2) return;
+    if (same(f.mac, proof(hostProofMessage(C.dev, boot, cn, sn, f.hb)))) return welcomed(f.hb);
+    const why = 'the host could not prove it knows the secret';
+    linkSend({ t: 'err', code: 'AUTH_FAILED', msg: why });
+    down(why, true);
   } else if (ph === 3 && f.t !== 'hb') {
     try {
       onFrame(f);

@@ -4,7 +4,7 @@
 import type { RigConfig } from '@proofrig/protocol';
 import { CONFIG_FILE, isId } from '@proofrig/protocol';
 import { clockInit } from './clock';
-import { randHex } from './rand';
+import { bootId, countBoot } from './ident';
 import { wsUrl } from './wscodec';
 import { execFrame, execInit, execResend } from './exec';
 import { linkStart } from './link';
@@ -40,8 +40,8 @@ function configError(c: unknown): string | null {
   return null;
 }
 
-/** New on every boot, so the host can tell a restart from a reconnect. */
-const BOOT = randHex(16);
+/** New on every boot of every device (ident.ts), so the host can tell a restart from a reconnect. */
+let BOOT = '';
 let cfg: RigConfig;
 let wifiWait = WIFI_RETRY_MIN;
 let linkStarted = false;
@@ -86,11 +86,13 @@ function boot(): void {
     return;
   }
   cfg = c as RigConfig;
+  BOOT = bootId(cfg.dev, cfg.secret);
   execInit(cfg.board);
   log('fw ' + __FW_VERSION__ + ', boot ' + BOOT + ', device ' + cfg.dev + ', board ' + cfg.board.id);
   if (cfg.wifi) wifiJoin();
   else startLink();
 }
 
+countBoot();
 clockInit();
 boot();

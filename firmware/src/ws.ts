@@ -1,13 +1,13 @@
 // The WebSocket client over Espruino's built-in net sockets: one connection at a time, text
 // messages only. Reports open / text / close to one set of handlers (link.ts); a socket that was
-// closed on purpose or replaced never reports anything again.
+// closed on purpose or replaced never reports anything again. Received text messages are handed
+// over as their UTF-8 bytes (the link checks the MAC on exactly those bytes, then decodes).
 import type { WsFrame, WsUrl } from './wscodec';
 import {
   OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT, WS_MORE, WS_TOO_BIG,
   wsDecode, wsEncode, wsRequest, wsResponse, wsUrl,
 } from './wscodec';
 import { randBytes } from './rand';
-import { utf8Dec, utf8Enc } from './utf8';
 import { nowMs } from './clock';
 
 /** Longest upgrade response header we wait for. */
@@ -74,12 +74,12 @@ function dead(why: string, code?: number): void {
   onClose(why);
 }
 
-/** Send a text message. false when the link is not open or the message is over 65535 bytes. */
-export function wsSend(text: string): boolean {
+/** Send a text message given as its UTF-8 bytes. false when the link is not open or the message is over 65535 bytes. */
+export function wsSend(bytes: string): boolean {
   if (st !== 3) return false;
-  const f = wsEncode(OP_TEXT, utf8Enc(text), randBytes(4));
+  const f = wsEncode(OP_TEXT, bytes, randBytes(4));
   if (!f) {
-    log('message of ' + text.length + ' chars is too long for one frame; not sent');
+    log('message of ' + bytes.length + ' bytes is too long for one frame; not sent');
     return false;
   }
   raw(f);
@@ -111,7 +111,7 @@ function frames(s: EspSocket): void {
         const m = frag;
         frag = '';
         inFrag = false;
-        onText(utf8Dec(m));
+        onText(m);
       }
     } else if (op === OP_PING) ctl(OP_PONG, F.d);
     else if (op === OP_CLOSE) return dead('server closed the WebSocket', F.d.length >= 2 ? (F.d.charCodeAt(0) << 8) | F.d.charCodeAt(1) : 1000);

@@ -26,10 +26,25 @@ export const WS_TOO_BIG = -1;
 /** Reserved bits set, or a control frame that is fragmented or longer than 125 (close 1002). */
 export const WS_BAD = -2;
 
-/** XOR bytes of d with the 4-byte key found at k[o..o+3]. */
+/**
+ * XOR bytes of d with the 4-byte key found at k[o..o+3] (WebSocket masking, HMAC key pads). On
+ * Espruino, four bytes at a time in a Uint32Array with native conversions: a per-byte loop took
+ * longer than everything else a frame costs (measured: ~130 µs per byte on the Linux interpreter
+ * under load).
+ */
 export function wsMask(d: string, k: string, o: number): string {
+  const n = d.length;
+  if (typeof E !== 'undefined' && E.toUint8Array) {
+    const a = new Uint8Array((n + 3) & ~3);
+    a.set(E.toUint8Array(d));
+    const w = new Uint32Array(a.buffer);
+    // Little-endian (ESP32, x86): byte j of a word is key byte j.
+    const m = k.charCodeAt(o) | (k.charCodeAt(o + 1) << 8) | (k.charCodeAt(o + 2) << 16) | (k.charCodeAt(o + 3) << 24);
+    for (let i = 0; i < w.length; i++) w[i] ^= m;
+    return E.toString(new Uint8Array(a.buffer, 0, n));
+  }
   let r = '';
-  for (let i = 0; i < d.length; i++) r += String.fromCharCode(d.charCodeAt(i) ^ k.charCodeAt(o + (i & 3)));
+  for (let i = 0; i < n; i++) r += String.fromCharCode(d.charCodeAt(i) ^ k.charCodeAt(o + (i & 3)));
   return r;
 }
 

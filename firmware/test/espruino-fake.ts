@@ -3,10 +3,12 @@
 // `net` whose one socket is played by the test as the host. Nothing here is bundled into the
 // firmware. There is no physics: the test sets input levels and makes encoder edges itself.
 import { readFileSync } from 'node:fs';
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import vm from 'node:vm';
 import type { BoardDef, RigConfig } from '@proofrig/protocol';
-import { authMessage } from '@proofrig/protocol';
+import {
+  authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, MAC_BYTES, macInput, PROTOCOL_VERSION, seal, sessionKeyMessage, unseal, withCounter,
+} from '@proofrig/protocol';
 import { OP_CLOSE, OP_PING, OP_TEXT, wsDecode, wsEncode, type WsFrame } from '../src/wscodec';
 import { utf8Dec, utf8Enc } from '../src/utf8';
 
@@ -33,6 +35,15 @@ export interface FakeSocket {
   upgraded: boolean;
   /** Frames the device sent after the upgrade, decoded. */
   frames: WsFrame[];
+  /** Session key once connectUp() finished the handshake: frames are then sealed both ways. */
+  key?: Buffer;
+  /** Counters: last frame the host sealed, last device frame accepted. */
+  hn?: number;
+  dn?: number;
+}
+
+function frameMac(key: Buffer, dir: string, body: string): string {
+  return createHmac('sha256', key).update(macInput(dir, body)).digest().subarray(0, MAC_BYTES).toString('base64');
 }
 
 export interface Rig {
@@ -50,8 +61,14 @@ export interface Rig {
   accept(): FakeSocket;
   /** Deliver bytes to the device as one data event. */
   deliver(s: FakeSocket, bytes: string): void;
-  /** Send a text frame (object → JSON) to the device. */
+  /** Send a text frame (object → JSON) to the device; sealed with the next counter once the session is up. */
   send(s: FakeSocket, f: unknown): void;
+  /** Send text to the device exactly as given (forged, replayed, unsealed ...). */
+  sendRaw(s: FakeSocket, text: string): void;
+  /** A host frame sealed with counter n (and the socket's key unless another is given); does not advance the counter. */
+  sealed(s: FakeSocket, f: unknown, n: number, key?: Buffer): string;
+  /** Boot counter and other Storage files the firmware wrote. */
+  storage: Record<string, string>;
   /** Text messages (parsed JSON) the device sent on s since the last call. */
   recv(s: FakeSocket): Record<string, any>[];
   /** Close s from the host side (the device sees 'close'). */
@@ -80,6 +97,8 @@ export interface Rig {
 export interface FakeOptions {
   /** Outcome of successive Wi-Fi connects: an error string, or null for success (the last repeats). */
   wifi?: (string | null)[];
+  /** Storage files kept from an earlier boot (the flash survives a power cycle). */
+  storage?: Record<string, string>;
 }
 
 export function loadFirmware(config: RigConfig | undefined, file: string, opts: FakeOptions = {}): Rig {
@@ -90,6 +109,7 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
   const modes: Record<number, string> = {};
   const writes: [number, number][] = [];
   const logs: string[] = [];
+  const storage: Record<string, string> = opts.storage ?? {};
   const sockets: FakeSocket[] = [];
   const auxForced: Record<number, number | undefined> = {};
   const readbackForced: Record<number, number | undefined> = {};
@@ -221,10 +241,25 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
     clearTimeout: clear,
     clearInterval: clear,
     btoa: (s: string) => Buffer.from(s, 'latin1').toString('base64'),
-    E: { hwRand: () => (Math.random() * 4294967296) | 0 },
+    // Espruino's E.hwRand is C rand(): the same sequence after every boot; a constant is the worst case.
+    E: { hwRand: () => 12345, toString: (b: ArrayBuffer) => Buffer.from(b).toString('latin1') },
     process: { memory: () => ({ free: 4321, usage: 100, total: 4421 }) },
     require: (name: string) => {
-      if (name === 'Storage') return { readJSON: () => (config ? JSON.parse(JSON.stringify(config)) : undefined) };
+      if (name === 'Storage')
+        return {
+          readJSON: (n: string) => (n in storage ? JSON.parse(storage[n]) : n === 'proofrig.json' && config ? JSON.parse(JSON.stringify(config)) : undefined),
+          write: (n: string, d: string) => {
+            storage[n] = String(d);
+            return true;
+          },
+        };
+      if (name === 'crypto')
+        return {
+          SHA256: (m: string) => {
+            const d = createHash('sha256').update(Buffer.from(m, 'latin1')).digest();
+            return d.buffer.slice(d.byteOffset, d.byteOffset + 32);
+          },
+        };
       if (name === 'net') return net;
       if (name === 'Wifi') return wifi;
       throw new Error('no module ' + name);
@@ -274,9 +309,20 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
     deliver(s, bytes) {
       emit(s, 'data', bytes);
     },
-    send(s, f) {
-      rig.deliver(s, wsEncode(OP_TEXT, utf8Enc(typeof f === 'string' ? f : JSON.stringify(f)), ''));
+    sendRaw(s, text) {
+      rig.deliver(s, wsEncode(OP_TEXT, utf8Enc(text), ''));
     },
+    sealed(s, f, n, key = s.key) {
+      const body = withCounter(typeof f === 'string' ? f : JSON.stringify(f), n);
+      return seal(body, frameMac(key!, HOST_DIR, body));
+    },
+    send(s, f) {
+      const j = typeof f === 'string' ? f : JSON.stringify(f);
+      if (!s.key) return rig.sendRaw(s, j);
+      s.hn = (s.hn || 0) + 1;
+      rig.sendRaw(s, rig.sealed(s, j, s.hn));
+    },
+    storage,
     recv(s) {
       const o: Record<string, any>[] = [];
       for (;;) {
@@ -286,7 +332,20 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
         if (s.out.charCodeAt(1) < 128) throw new Error('device sent an unmasked frame');
         s.out = s.out.substr(n);
         s.frames.push(f);
-        if (f.op === OP_TEXT) o.push(JSON.parse(utf8Dec(f.d)));
+        if (f.op === OP_TEXT) {
+          let t = utf8Dec(f.d);
+          if (s.key) {
+            const u = unseal(t);
+            const n = (s.dn || 0) + 1;
+            if (!u || u.mac !== frameMac(s.key, DEVICE_DIR, u.body) || !u.body.endsWith(withCounter('}', n)))
+              throw new Error('device frame not sealed with counter ' + n + ': ' + t);
+            s.dn = n;
+            t = u.body;
+          }
+          const m = JSON.parse(t);
+          delete m.n;
+          o.push(m);
+        }
         else if (f.op !== OP_CLOSE && f.op !== OP_PING && f.op !== 10) throw new Error('unexpected opcode ' + f.op);
       }
       return o;
@@ -300,11 +359,16 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
       const [hello] = rig.recv(s);
       if (!hello || hello.t !== 'hello') throw new Error('expected hello, got ' + JSON.stringify(hello));
       const sn = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
-      rig.send(s, { t: 'chal', v: 1, sn });
+      rig.send(s, { t: 'chal', v: PROTOCOL_VERSION, sn });
       const [auth] = rig.recv(s);
-      const want = createHmac('sha256', config!.secret).update(authMessage(hello.dev, hello.boot, hello.cn, sn)).digest('hex');
+      const secret = config!.secret;
+      const want = createHmac('sha256', secret).update(authMessage(hello.dev, hello.boot, hello.cn, sn)).digest('hex');
       if (!auth || auth.mac !== want) throw new Error('bad auth ' + JSON.stringify(auth));
-      rig.send(s, { t: 'ok', hb });
+      const mac = createHmac('sha256', secret).update(hostProofMessage(hello.dev, hello.boot, hello.cn, sn, hb)).digest('hex');
+      rig.send(s, { t: 'ok', hb, mac });
+      s.key = createHmac('sha256', secret).update(sessionKeyMessage(hello.dev, hello.boot, hello.cn, sn)).digest();
+      s.hn = 0;
+      s.dn = 0;
       return { s, hello };
     },
   };

@@ -1,6 +1,7 @@
 // Numbers both sides must agree on.
 
-export const PROTOCOL_VERSION = 1;
+/** 2: the host proves the secret in `ok`, and every later frame is sealed (seal.ts). */
+export const PROTOCOL_VERSION = 2;
 /** Recent request_ids the device remembers with their outcomes (a fixed ring). */
 export const DEDUPE_RING_SIZE = 32;
 /** Heartbeat period the host asks for in its welcome frame unless configured otherwise. */
@@ -23,7 +24,7 @@ export const MAX_ECHO_LENGTH = 40;
 export const MAX_STATE_RELAYS = 64;
 export const MAX_STATE_AXES = 16;
 
-/** The string both sides MAC with the device secret (HMAC-SHA256, hex) to prove the device. */
+/** The string both sides MAC with the device secret (HMAC-SHA256, hex) to prove the device. The host's proof: seal.ts. */
 export function authMessage(dev: string, boot: string, clientNonce: string, serverNonce: string): string {
   return 'proofrig-auth-1|' + dev + '|' + boot + '|' + clientNonce + '|' + serverNonce;
 }

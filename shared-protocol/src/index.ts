@@ -6,6 +6,7 @@ export * from './board.js';
 export * from './board-check.js';
 export * from './actions.js';
 export * from './constants.js';
+export * from './seal.js';
 export * from './timeout.js';
 export * from './motion.js';
 export * from './check.js';

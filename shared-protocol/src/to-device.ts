@@ -7,8 +7,12 @@ import { PROTOCOL_VERSION } from './constants.js';
 
 /** Sent after `hello`: prove you hold the device secret by MACing this nonce. */
 export interface ChallengeFrame { t: 'chal'; v: number; sn: string }
-/** Sent after a valid `auth`: the link is up; heartbeat every `hb` ms. */
-export interface WelcomeFrame { t: 'ok'; hb: number }
+/**
+ * Sent after a valid `auth`: heartbeat every `hb` ms. `mac` = HMAC-SHA256(secret,
+ * hostProofMessage(dev, boot, cn, sn, hb)) in lowercase hex: the host's proof that it knows the
+ * secret; the device goes up only when it checks out.
+ */
+export interface WelcomeFrame { t: 'ok'; hb: number; mac: string }
 /** Execute an action. `rid` is the request_id: a repeat never executes twice. */
 export interface CommandFrame { t: 'cmd'; rid: string; a: ActionName; p: Record<string, unknown> }
 /** The host has journaled the result of `rid`: drop it from the outbox. */
@@ -42,6 +46,7 @@ export function parseToDevice(text: unknown): ToDeviceParse {
       break;
     case 'ok':
       if (!isNum(f.hb) || f.hb < 50 || f.hb > 600000) return bad(t, 'hb must be a heartbeat period of 50..600000 ms');
+      if (typeof f.mac !== 'string' || !/^[0-9a-f]{64}$/.test(f.mac)) return bad(t, 'mac must be 64 lowercase hex chars');
       break;
     case 'cmd':
       if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);

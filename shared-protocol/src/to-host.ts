@@ -33,7 +33,8 @@ export interface ResultFrame {
 }
 /** Answer to a query `q`. With `rid`, `rst` tells that command's status on the device. */
 export interface StateFrame { t: 'state'; q: string; s: DeviceState; rid?: string; rst?: 'running' | 'done' | 'unknown' }
-export interface DeviceHeartbeatFrame { t: 'hb'; up: number; free?: number }
+/** `bad`: frames refused on this connection (MAC, counter or envelope wrong). */
+export interface DeviceHeartbeatFrame { t: 'hb'; up: number; free?: number; bad?: number }
 export interface DeviceErrorFrame { t: 'err'; code: ErrorCode; msg: string; ref?: string }
 
 export type ToHostFrame =
@@ -151,8 +152,10 @@ export function parseToHost(text: unknown): ToHostParse {
     case 'hb': {
       if (!isNum(f.up)) return bad(t, 'up must be a number');
       if (f.free !== undefined && !isNum(f.free)) return bad(t, 'free must be a number');
+      if (f.bad !== undefined && !isNum(f.bad)) return bad(t, 'bad must be a number');
       const h: DeviceHeartbeatFrame = { t: t, up: f.up };
       if (f.free !== undefined) h.free = f.free as number;
+      if (f.bad !== undefined) h.bad = f.bad as number;
       return { ok: true, f: h };
     }
     case 'err': {

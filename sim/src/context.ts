@@ -1,4 +1,5 @@
 // The firmware's vm context: a fresh realm per boot holding only Espruino's globals, bound to the rig.
+import { createHash } from 'node:crypto';
 import vm from 'node:vm';
 import type { Boot } from './boot.js';
 import { atobLatin1, btoaLatin1, bytesOf, crc32, latin1 } from './bytes.js';
@@ -7,7 +8,7 @@ import { ESP32_PINS, isValidPin, PIN_MODES, type Gpio, type Level, type PinMode 
 import type { SimLink } from './link.js';
 import { createNetModule, type ConnectFn } from './net.js';
 import { PRELUDE_SOURCE, type PreludeHelpers, type PreludeHost } from './prelude.js';
-import type { Rng } from './prng.js';
+import { espruinoRand } from './prng.js';
 import { Realm, type Intrinsics } from './realm.js';
 import { SimStorage } from './storage.js';
 import { BootWatches } from './watches.js';
@@ -26,8 +27,6 @@ export interface ContextDeps {
   storage: SimStorage;
   link: SimLink;
   connect: ConnectFn;
-  /** Seeded stream for Math.random and E.hwRand. */
-  rng: Rng;
   /** Length of the firmware source, for the process.memory() model. */
   sourceLength: number;
   /** Hardware reset requested by the firmware (E.reboot, watchdog). */
@@ -58,12 +57,14 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
   });
   const C = vm.runInContext('({ Object, Array, Error, TypeError, JSON, Uint8Array, ArrayBuffer })', context) as Intrinsics;
 
+  // E.hwRand and Math.random share Espruino's C rand(), which restarts its fixed sequence at every boot.
+  const rand = espruinoRand();
   let timeOffsetMs = 0;
   const nowMs = (): number => clock.now() + timeOffsetMs;
 
   const preludeHost: PreludeHost = {
     now: nowMs,
-    random: () => deps.rng(),
+    random: () => rand() / 2147483648,
     defer: (fn) => boot.defer(() => boot.call(fn, undefined, [])),
     unhandled: (reason) => boot.print('Unhandled promise rejection: ' + formatValue(reason)),
     pins: ESP32_PINS,
@@ -280,7 +281,7 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
     }, watchdog.timeoutMs);
   };
   const E = realm.obj({
-    hwRand: fn(() => Math.floor(deps.rng() * 4294967296) | 0),
+    hwRand: fn(() => rand()),
     CRC32: fn((data: unknown) => crc32(bytesOf([data]))),
     toString: fn((...args: unknown[]) => latin1(bytesOf(args))),
     toUint8Array: fn((...args: unknown[]) => new C.Uint8Array(bytesOf(args))),
@@ -333,6 +334,14 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
     Storage: () => createStorageModule(realm, storage),
     net: () => createNetModule({ realm, link: deps.link, connect: deps.connect }),
     Wifi: () => createWifiModule(realm),
+    // Espruino's native crypto (ESP32 and Linux builds): SHA256 of a byte string or bytes, as an ArrayBuffer of 32 bytes.
+    crypto: () =>
+      realm.obj({
+        SHA256: fn((m: unknown) => {
+          const d = createHash('sha256').update(Uint8Array.from(bytesOf([m]))).digest();
+          return new C.Uint8Array(d).buffer;
+        }),
+      }),
   };
   define(
     'require',

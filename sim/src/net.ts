@@ -10,6 +10,7 @@
 //   compatibility, returns the boolean false"); 'drain' fires once everything written has been sent.
 // - end([data]) sends what is queued, closes, then 'end' and 'close'(false).
 // - An error fires 'error' {code, message} (never for -1), then 'end', then 'close'(true).
+import { readFileSync } from 'node:fs';
 import * as nodeNet from 'node:net';
 import type { Socket as NodeSocket } from 'node:net';
 import type { LinkSocket, SimLink } from './link.js';
@@ -147,6 +148,11 @@ class SimSocket implements LinkSocket {
     try {
       node = deps.connect({ host: target.host, port: target.port });
     } catch (e) {
+      if (e instanceof RefusedAtOnce) {
+        // The interpreter's blocking connect(): it prints this and throws from net.connect itself.
+        boot.print('ERROR: Connect failed (err 111)');
+        throw internalError(realm, 'Unable to create socket');
+      }
       const code = espruinoErrorCode(e);
       boot.defer(() => this.finish(code));
       return;
@@ -287,5 +293,44 @@ class SimSocket implements LinkSocket {
   }
 }
 
-/** The default way the simulated chip opens TCP connections. */
-export const defaultConnect: ConnectFn = (opts) => nodeNet.connect({ host: opts.host, port: opts.port });
+/** Thrown by a ConnectFn when the connection is refused before connect() returns. */
+export class RefusedAtOnce extends Error {}
+
+/** Espruino's InternalError: a plain object ({message, type}), not an instance of Error. */
+function internalError(realm: Realm, message: string): unknown {
+  const e = realm.obj({ message, type: 'InternalError' });
+  Object.defineProperty(e, 'toString', { value: realm.fn(() => 'InternalError: ' + message), enumerable: false });
+  return e;
+}
+
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|::1|\[::1\])$/i;
+
+/**
+ * Whether nothing listens on this loopback TCP port (Linux: read from /proc/net/tcp{,6}, state 0A).
+ * undefined when that cannot be told (not loopback, not Linux).
+ */
+export function loopbackPortClosed(host: string, port: number): boolean | undefined {
+  if (!LOOPBACK.test(host)) return undefined;
+  let tables: string;
+  try {
+    tables = readFileSync('/proc/net/tcp', 'latin1') + readFileSync('/proc/net/tcp6', 'latin1');
+  } catch {
+    return undefined;
+  }
+  const hexPort = ':' + port.toString(16).toUpperCase().padStart(4, '0');
+  for (const line of tables.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f.length > 3 && f[3] === '0A' && f[1].endsWith(hexPort)) return false;
+  }
+  return true;
+}
+
+/**
+ * The default way the simulated chip opens TCP connections. A loopback port with no listener is
+ * refused before connect() returns, as the Linux interpreter's blocking connect() does (it throws
+ * "Unable to create socket" from net.connect); anything else fails later with an 'error' event.
+ */
+export const defaultConnect: ConnectFn = (opts) => {
+  if (loopbackPortClosed(opts.host, opts.port) === true) throw new RefusedAtOnce(`nothing listens on ${opts.host}:${opts.port}`);
+  return nodeNet.connect({ host: opts.host, port: opts.port });
+};

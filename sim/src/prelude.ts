@@ -224,27 +224,89 @@ export const PRELUDE_SOURCE = `(function (host) {
   method(G, 'Date', SimDate);
   method(Math, 'random', function random() { return host.random(); });
 
-  // ---- Pin objects: D0..D39 ----
-  var pinNo = new WM();
-  function Pin(n) {
-    if (!(this instanceof Pin)) return new Pin(n);
-    pinNo.set(this, Number(n));
+  // ---- Math.round and JSON.parse as Espruino's C code does them (measured on 2v29) ----
+  // jswrap_math_round: x + 0.5 away from zero, truncated: -0.5 -> -1, -2.5 -> -3 (V8: -0, -2).
+  method(Math, 'round', function round(x) {
+    x = +x;
+    if (!isFinite(x) || (x === 0 && 1 / x < 0)) return x;
+    var i = Math.trunc(x + (x < 0 ? -0.5 : 0.5));
+    return i === 0 && x < 0 ? -0 : i;
+  });
+  // Espruino's JSON parser keeps the first of duplicate keys ('{"a":1,"a":2}'.a is 1; V8: 2).
+  var nativeParse = JSON.parse;
+  function firstKeyWins(t) {
+    var i = 0;
+    function ws() { while (i < t.length && ' \\t\\n\\r'.indexOf(t[i]) >= 0) i++; }
+    function str() {
+      var s = i;
+      i++;
+      while (t[i] !== '"') i += t[i] === '\\\\' ? 2 : 1;
+      i++;
+      return nativeParse(t.slice(s, i));
+    }
+    function val() {
+      ws();
+      var c = t[i];
+      if (c === '{') {
+        var o = {};
+        i++;
+        ws();
+        if (t[i] === '}') { i++; return o; }
+        for (;;) {
+          ws();
+          var k = str();
+          ws();
+          i++;
+          var v = val();
+          if (!OP.hasOwnProperty.call(o, k)) defProp(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+          ws();
+          if (t[i++] === '}') return o;
+        }
+      }
+      if (c === '[') {
+        var a = [];
+        i++;
+        ws();
+        if (t[i] === ']') { i++; return a; }
+        for (;;) {
+          a.push(val());
+          ws();
+          if (t[i++] === ']') return a;
+        }
+      }
+      if (c === '"') return str();
+      var m = /^(?:true|false|null|-?[0-9][0-9.eE+-]*)/.exec(t.slice(i, i + 400));
+      i += m[0].length;
+      return nativeParse(m[0]);
+    }
+    return val();
   }
-  method(Pin.prototype, 'valueOf', function () { return pinNo.get(this); });
-  method(Pin.prototype, 'toString', function () { return 'D' + pinNo.get(this); });
-  method(Pin.prototype, 'read', function () { return !!G.digitalRead(this); });
-  method(Pin.prototype, 'write', function (v) { G.digitalWrite(this, v); });
-  method(Pin.prototype, 'set', function () { G.digitalWrite(this, 1); });
-  method(Pin.prototype, 'reset', function () { G.digitalWrite(this, 0); });
-  method(Pin.prototype, 'toggle', function () {
-    var v = !host.outputValue(pinNo.get(this));
-    G.digitalWrite(this, v);
+  method(JSON, 'parse', function parse(text) {
+    var v = nativeParse(text); // V8's errors for invalid text
+    var t = String(text);
+    return t.indexOf('{') >= 0 ? firstKeyWins(t) : v;
+  });
+
+  // ---- Pins: D0..D39 are numbers (typeof D23 is "number" on Espruino) with Pin methods ----
+  // On Espruino a pin is a number that also carries Pin's methods; V8 numbers cannot, so the
+  // methods sit on Number.prototype here (the vm's (5).write also exists; Espruino's does not).
+  function Pin(n) {
+    return Number(n);
+  }
+  var NP = Number.prototype;
+  method(NP, 'read', function () { return !!G.digitalRead(+this); });
+  method(NP, 'write', function (v) { G.digitalWrite(+this, v); });
+  method(NP, 'set', function () { G.digitalWrite(+this, 1); });
+  method(NP, 'reset', function () { G.digitalWrite(+this, 0); });
+  method(NP, 'toggle', function () {
+    var v = !host.outputValue(+this);
+    G.digitalWrite(+this, v);
     return v;
   });
-  method(Pin.prototype, 'mode', function (m) { G.pinMode(this, m); });
-  method(Pin.prototype, 'getMode', function () { return G.getPinMode(this); });
+  method(NP, 'mode', function (m) { G.pinMode(+this, m); });
+  method(NP, 'getMode', function () { return G.getPinMode(+this); });
   method(G, 'Pin', Pin);
-  for (var i = 0; i < host.pins.length; i++) G['D' + host.pins[i]] = new Pin(host.pins[i]);
+  for (var i = 0; i < host.pins.length; i++) G['D' + host.pins[i]] = host.pins[i];
 
   G.global = G;
 

@@ -30,7 +30,7 @@ export interface SimRigOptions {
   config?: RigConfig;
   /** Default realClock. */
   clock?: Clock;
-  /** Seeds actuation jitter, Math.random and E.hwRand (default: random). Same seed → same run on a VirtualClock. */
+  /** Seeds the relays' actuation jitter and the slide's draws (default: random); the firmware's E.hwRand / Math.random are Espruino's fixed sequence. Same seed → same run on a VirtualClock. */
   seed?: number;
   /** Firmware console output, one line per call (default: discard). */
   console?: (line: string) => void;
@@ -55,7 +55,6 @@ export class SimRig extends EventEmitter {
   private readonly link: SimLink;
   private readonly connectFn: ConnectFn;
   private readonly physicsRng: Rng;
-  private readonly firmwareRng: Rng;
   private relays = new Map<number, RelayModel>();
   private faults = new Map<number, RelayFault>();
   private readonly slideRng: Rng;
@@ -77,7 +76,6 @@ export class SimRig extends EventEmitter {
     this.seed = opts.seed === undefined ? randomSeed() : opts.seed >>> 0;
     const streams = rngStreams(this.seed);
     this.physicsRng = streams.physics;
-    this.firmwareRng = streams.firmware;
     this.slideRng = streams.slide;
     this.connectFn = opts.connect ?? defaultConnect;
     this.storage = new SimStorage();
@@ -139,7 +137,6 @@ export class SimRig extends EventEmitter {
       storage: this.storage,
       link: this.link,
       connect: this.connectFn,
-      rng: this.firmwareRng,
       sourceLength: source.length,
       reboot: (why) => this.hardReset(boot, why),
       onWrite: (pin, level) => this.safeEmit('write', pin, level),

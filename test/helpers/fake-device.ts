@@ -2,7 +2,10 @@
 // Used to pin down host-core behaviour that the real firmware makes hard to provoke (silence,
 // lies, malformed frames) — the real firmware is exercised by the end-to-end suites.
 import { createHmac } from 'node:crypto';
-import { authMessage, PROTOCOL_VERSION, type DeviceState } from '@proofrig/protocol';
+import {
+  authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, MAC_BYTES, macInput, PROTOCOL_VERSION, seal, sessionKeyMessage, unseal, withCounter,
+  type DeviceState,
+} from '@proofrig/protocol';
 import { createLinkedPair, type Link } from '../../host/src/core/link.js';
 import type { HostCore } from '../../host/src/core/host.js';
 
@@ -13,7 +16,19 @@ export const flush = async (n = 5) => {
 export class FakeDevice {
   link: Link;
   received: Record<string, unknown>[] = [];
+  /** Every text the host sent, as it came (sealed after the handshake). */
+  raw: string[] = [];
   closed = false;
+  /** Session key once the host's `ok` proved the secret; frames are then sealed both ways. */
+  key: Buffer | undefined;
+  /** Whether the host's `ok` carried a valid proof of the secret. */
+  hostProved: boolean | undefined;
+  txN = 0;
+  rxN = 0;
+  /** Host frames that failed the seal, MAC or counter check. */
+  refused: string[] = [];
+  private cn = 'c'.repeat(32);
+  private sn = '';
 
   constructor(
     core: HostCore,
@@ -25,23 +40,69 @@ export class FakeDevice {
     const [hostSide, deviceSide] = createLinkedPair();
     core.attach(hostSide);
     this.link = deviceSide;
-    this.link.onmessage = (t) => this.received.push(JSON.parse(t));
+    this.link.onmessage = (t) => this.receive(t);
     this.link.onclose = () => {
       this.closed = true;
     };
   }
 
+  private mac(dir: string, body: string): string {
+    return createHmac('sha256', this.key!).update(macInput(dir, body)).digest().subarray(0, MAC_BYTES).toString('base64');
+  }
+
+  private receive(t: string): void {
+    this.raw.push(t);
+    if (this.key) {
+      const u = unseal(t);
+      if (!u || u.mac !== this.mac(HOST_DIR, u.body) || !u.body.endsWith(withCounter('}', this.rxN + 1))) {
+        this.refused.push(t);
+        return;
+      }
+      this.rxN++;
+      const f = JSON.parse(u.body) as Record<string, unknown>;
+      delete f.n;
+      this.received.push(f);
+      return;
+    }
+    const f = JSON.parse(t) as Record<string, unknown>;
+    this.received.push(f);
+    if (f.t === 'ok' && this.sn) {
+      const want = createHmac('sha256', this.secret).update(hostProofMessage(this.dev, this.boot, this.cn, this.sn, f.hb as number)).digest('hex');
+      this.hostProved = f.mac === want;
+      if (this.hostProved) this.key = createHmac('sha256', this.secret).update(sessionKeyMessage(this.dev, this.boot, this.cn, this.sn)).digest();
+    }
+  }
+
+  /** Send a frame as this device does: sealed (MAC + next counter) once the session is up. */
   send(f: object | string): void {
-    this.link.send(typeof f === 'string' ? f : JSON.stringify(f));
+    let j = typeof f === 'string' ? f : JSON.stringify(f);
+    if (this.key) {
+      j = withCounter(j, ++this.txN);
+      j = seal(j, this.mac(DEVICE_DIR, j));
+    }
+    this.link.send(j);
+  }
+
+  /** Send text exactly as given (forged, replayed, unsealed ...). */
+  sendRaw(text: string): void {
+    this.link.send(text);
+  }
+
+  /** A sealed frame with a counter and key of our choosing (does not advance txN). */
+  sealed(f: object, n: number, key: Buffer | undefined = this.key): string {
+    const body = withCounter(JSON.stringify(f), n);
+    const mac = createHmac('sha256', key!).update(macInput(DEVICE_DIR, body)).digest().subarray(0, MAC_BYTES).toString('base64');
+    return seal(body, mac);
   }
 
   /** hello → chal → auth with the given secret (default: the right one). */
   async connect(secret = this.secret): Promise<void> {
-    const cn = 'c'.repeat(32);
+    const cn = this.cn;
     this.send({ t: 'hello', v: PROTOCOL_VERSION, dev: this.dev, boot: this.boot, fw: 'test', board: this.board, cn });
     await flush();
     const chal = this.received.find((f) => f.t === 'chal');
     if (!chal) throw new Error('no challenge: ' + JSON.stringify(this.received));
+    this.sn = chal.sn as string;
     const mac = createHmac('sha256', secret).update(authMessage(this.dev, this.boot, cn, chal.sn as string)).digest('hex');
     this.send({ t: 'auth', mac });
     await flush();

@@ -36,6 +36,8 @@ export interface DeviceView {
   state: DeviceState | null;
   state_observed_at: string | null;
   state_age_ms: number | null;
+  /** Frames refused on the current connection (bad MAC, counter or seal): by the host, and by the device per its last heartbeat. */
+  refused_frames: { by_host: number; by_device: number } | null;
 }
 
 /** Emits 'change' (device id) when a device comes online, goes offline or reports its state. */
@@ -172,6 +174,7 @@ export class Devices extends EventEmitter {
       state: l?.state ?? null,
       state_observed_at: l?.stateAt == null ? null : new Date(l.stateAt).toISOString(),
       state_age_ms: l?.stateAt == null ? null : now - l.stateAt,
+      refused_frames: s ? { by_host: s.refusedFrames, by_device: s.refusedByDevice } : null,
     };
   }
 

@@ -1,10 +1,22 @@
-// One device connection: the hello → challenge → auth handshake, liveness, and routing of
-// validated frames. A device that cannot prove its per-device secret is refused; the secret
-// itself never crosses the link and is never logged.
+// One device connection: the hello → challenge → auth → ok handshake, liveness, and routing of
+// validated frames. A device that cannot prove its per-device secret is refused; the host proves
+// the secret back in its `ok`; the secret itself never crosses the link and is never logged.
+// After the handshake every frame both ways is sealed (session key MAC + per-direction counter,
+// @proofrig/protocol seal.ts); one that is not the next sealed frame is refused, counted and
+// never acted on.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   authMessage,
+  DEVICE_DIR,
+  HOST_DIR,
+  hostProofMessage,
+  MAC_BYTES,
+  macInput,
+  seal,
+  sessionKeyMessage,
+  unseal,
+  withCounter,
   LIVENESS_MISSES,
   parseToHost,
   PROTOCOL_VERSION,
@@ -47,6 +59,14 @@ export class Session {
   private sn = newNonce();
   private timer: TimerHandle | undefined;
   private ended = false;
+  /** Session key once authenticated; counters of the last frame sent and the last accepted. */
+  private key: Buffer | undefined;
+  private txN = 0;
+  private rxN = 0;
+  /** Frames from the device refused on this connection (bad seal, MAC or counter). */
+  refusedFrames = 0;
+  /** Frames of ours the device says it refused (its heartbeat's `bad`). */
+  refusedByDevice = 0;
 
   constructor(
     readonly link: Link,
@@ -62,7 +82,28 @@ export class Session {
   }
 
   send(f: ToDeviceFrame): void {
-    this.link.send(JSON.stringify(f));
+    let j = JSON.stringify(f);
+    if (this.key) {
+      j = withCounter(j, ++this.txN);
+      j = seal(j, this.mac(HOST_DIR, j));
+    }
+    this.link.send(j);
+  }
+
+  private mac(dir: string, body: string): string {
+    return createHmac('sha256', this.key!).update(macInput(dir, body)).digest().subarray(0, MAC_BYTES).toString('base64');
+  }
+
+  /** The body of text if it is the next sealed frame from the device, else why not. */
+  private unsealNext(text: string): { body: string } | { why: string } {
+    const u = unseal(text);
+    if (!u) return { why: 'not sealed' };
+    const want = Buffer.from(this.mac(DEVICE_DIR, u.body), 'latin1');
+    const got = Buffer.from(u.mac, 'latin1');
+    if (got.length !== want.length || !timingSafeEqual(got, want)) return { why: 'bad MAC' };
+    if (!u.body.endsWith(withCounter('}', this.rxN + 1))) return { why: `counter is not ${this.rxN + 1}` };
+    this.rxN++;
+    return { body: u.body };
   }
 
   close(reason: string): void {
@@ -97,6 +138,17 @@ export class Session {
   }
 
   private dispatch(text: string): void {
+    if (this.key) {
+      const u = this.unsealNext(text);
+      if ('why' in u) {
+        // Forged, replayed, reordered or truncated: no answer (an oracle for nobody), no liveness credit.
+        this.refusedFrames++;
+        if ((this.refusedFrames & (this.refusedFrames - 1)) === 0)
+          this.log.warn({ evt: 'frame_refused', dev: this.dev, remote: this.link.remote, why: u.why, count: this.refusedFrames }, 'frame from device refused');
+        return;
+      }
+      text = u.body;
+    }
     this.lastRx = this.clock.now();
     const p = parseToHost(text);
     if (!p.ok) {
@@ -114,6 +166,10 @@ export class Session {
     }
     if (f.t === 'err') {
       this.warn({ evt: 'device_error', code: f.code, msg: f.msg, ref: f.ref }, 'device reported an error');
+    }
+    if (f.t === 'hb' && f.bad !== undefined && f.bad !== this.refusedByDevice) {
+      this.refusedByDevice = f.bad;
+      this.log.warn({ evt: 'frames_refused_by_device', dev: this.dev, count: f.bad }, 'device refused frames on this connection');
     }
     this.h.frame(this, f);
   }
@@ -141,10 +197,13 @@ export class Session {
         return this.refuse('AUTH_FAILED', `device ${hello.dev} runs board "${hello.board}" but is provisioned as "${cred.boardId}"`);
       }
       this.clock.clearTimeout(this.timer);
+      const hb = this.opts.heartbeatMs;
+      const proof = createHmac('sha256', cred.secret).update(hostProofMessage(hello.dev, hello.boot, hello.cn, this.sn, hb)).digest('hex');
+      this.send({ t: 'ok', hb, mac: proof });
+      this.key = createHmac('sha256', cred.secret).update(sessionKeyMessage(hello.dev, hello.boot, hello.cn, this.sn)).digest();
       this.authed = true;
       this.boot = hello.boot;
       this.fw = hello.fw;
-      this.send({ t: 'ok', hb: this.opts.heartbeatMs });
       this.h.online(this);
       this.beat();
       return;

@@ -69,6 +69,10 @@ export const DeviceViewSchema = z.object({
   state: DeviceStateSchema.nullable(),
   state_observed_at: z.string().nullable(),
   state_age_ms: z.number().nullable().describe('how old the state is; refresh: true reads it from the device'),
+  refused_frames: z
+    .object({ by_host: z.number(), by_device: z.number() })
+    .nullable()
+    .describe('frames refused on the current connection (forged, replayed, reordered or truncated); null while offline'),
 });
 
 export const DeviceStatusSchema = DeviceViewSchema.extend({

@@ -1,0 +1,65 @@
+// Mutual authentication and frame integrity on the device link: the strings both sides MAC and
+// the envelope every frame after the handshake travels in. Pure string functions with no crypto
+// (the firmware MACs with Espruino's native SHA-256, the host with node:crypto), so this file is
+// the one definition both sides follow.
+//
+// Handshake: hello{cn} → chal{sn} → auth{mac = HMAC(secret, authMessage)} (the device proves the
+// secret) → ok{hb, mac = HMAC(secret, hostProofMessage)} (the host proves it; the device goes up
+// only after checking it). Both then derive K = HMAC(secret, sessionKeyMessage) and every later
+// frame, both ways, is the JSON body with a per-direction counter `n` (1, 2, 3 … on this
+// connection) and, last, `m` = base64 of the first MAC_BYTES bytes of HMAC(K, macInput(dir, body))
+// (base64, not hex: Espruino's btoa is native, a hex loop costs more than the SHA-256 itself).
+// A receiver takes exactly the next counter; anything else (forged, replayed, reordered,
+// truncated, unsealed) is refused, counted and never acted on.
+
+/** Frames the device sends are MACed with this direction tag, the host's with HOST_DIR. */
+export const DEVICE_DIR = 'd';
+export const HOST_DIR = 'h';
+/** Field carrying the per-direction frame counter. */
+export const CTR_FIELD = 'n';
+/** Field carrying the frame MAC; always the last field of a sealed frame. */
+export const MAC_FIELD = 'm';
+/** Bytes of HMAC-SHA256 kept as the frame MAC (128 bits), sent as 24 base64 chars. */
+export const MAC_BYTES = 16;
+const MAC_B64_LEN = 24;
+
+/** What the host MACs with the device secret in its `ok` to prove it knows the secret too. */
+export function hostProofMessage(dev: string, boot: string, clientNonce: string, serverNonce: string, hb: number): string {
+  return 'proofrig-host-1|' + dev + '|' + boot + '|' + clientNonce + '|' + serverNonce + '|' + hb;
+}
+
+/** HMAC(secret, this) is the session key of one connection (raw 32 bytes). */
+export function sessionKeyMessage(dev: string, boot: string, clientNonce: string, serverNonce: string): string {
+  return 'proofrig-key-1|' + dev + '|' + boot + '|' + clientNonce + '|' + serverNonce;
+}
+
+/** The exact string MACed with the session key for one frame body (the JSON with `n`, without `m`). */
+export function macInput(dir: string, body: string): string {
+  return 'proofrig-frame-1|' + dir + '|' + body;
+}
+
+/** Add the counter as the last field of a serialised JSON object: the body that gets MACed. */
+export function withCounter(json: string, n: number): string {
+  return json.slice(0, -1) + ',"' + CTR_FIELD + '":' + n + '}';
+}
+
+/** The sealed frame: the body with the MAC appended as its last field. */
+export function seal(body: string, mac: string): string {
+  return body.slice(0, -1) + ',"' + MAC_FIELD + '":"' + mac + '"}';
+}
+
+/** Length of the `,"m":"<base64>"}` tail of a sealed frame. */
+export const SEAL_TAIL = 8 + MAC_B64_LEN;
+const B64 = /^[A-Za-z0-9+\/]{22}==$/;
+
+/**
+ * Split a sealed frame into the body that was MACed and its MAC, or null when the text does not
+ * end in a well-formed MAC field. Verifying the MAC and the body's counter is the caller's job.
+ */
+export function unseal(text: string): { body: string; mac: string } | null {
+  const n = text.length;
+  if (n < SEAL_TAIL + 2 || text.slice(n - SEAL_TAIL, n - SEAL_TAIL + 6) !== ',"' + MAC_FIELD + '":"' || text.slice(n - 2) !== '"}') return null;
+  const mac = text.slice(n - SEAL_TAIL + 6, n - 2);
+  if (!B64.test(mac)) return null;
+  return { body: text.slice(0, n - SEAL_TAIL) + '}', mac };
+}
