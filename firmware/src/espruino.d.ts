@@ -31,6 +31,8 @@ declare var E: {
   /** 32 random bits from the hardware RNG. */
   hwRand?: () => number;
   CRC32?: (data: string) => number;
+  /** Reset the chip when the idle loop is not reached for `timeout` s (auto-kicked there unless isAuto is false). */
+  enableWatchdog?: (timeout: number, isAuto?: boolean) => void;
 };
 
 type TimerId = ReturnType<typeof setTimeout>;

@@ -32,6 +32,16 @@ export interface ResultFrame {
 }
 /** Answer to a query `q`. With `rid`, `rst` tells that command's status on the device. */
 export interface StateFrame { t: 'state'; q: string; s: DeviceState; rid?: string; rst?: 'running' | 'done' | 'unknown' }
+/** What an interlock did on the device by itself. */
+export const DEVICE_EVENT_KINDS = ['max_on', 'estop'] as const;
+export type DeviceEventKind = (typeof DEVICE_EVENT_KINDS)[number];
+/**
+ * Something the device did on its own, no command asked for it: `max_on` (a relay switched off
+ * after its board max_on_ms; `ch` names it), `estop` (the e-stop input latched every output off).
+ * Kept in the device's outbox like a result until the host answers `rack` with `id`, and re-sent
+ * after every reconnect; `id` is unique within one boot.
+ */
+export interface EventFrame { t: 'evt'; id: string; k: DeviceEventKind; ch?: number; msg: string; s: DeviceState }
 export interface DeviceHeartbeatFrame { t: 'hb'; up: number; free?: number }
 export interface DeviceErrorFrame { t: 'err'; code: ErrorCode; msg: string; ref?: string }
 
@@ -42,6 +52,7 @@ export type ToHostFrame =
   | ProgressFrame
   | ResultFrame
   | StateFrame
+  | EventFrame
   | DeviceHeartbeatFrame
   | DeviceErrorFrame;
 
@@ -62,6 +73,7 @@ function checkState(s: unknown): string | null {
       for (const k of ['moving', 'homed', 'fault', 'home', 'limit']) if (typeof a[k] !== 'boolean') return 's.axes[].' + k + ' must be a boolean';
     }
   }
+  if (s.estop !== undefined && typeof s.estop !== 'boolean') return 's.estop must be a boolean';
   return null;
 }
 
@@ -114,6 +126,15 @@ export function parseToHost(text: unknown): ToHostParse {
       if (e) return bad(t, e);
       if (f.rid !== undefined && !isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
       if (f.rst !== undefined && f.rst !== 'running' && f.rst !== 'done' && f.rst !== 'unknown') return bad(t, 'rst must be running, done or unknown');
+      break;
+    }
+    case 'evt': {
+      if (!isId(f.id)) return bad(t, 'id ' + ID_RULE);
+      if ((DEVICE_EVENT_KINDS as readonly unknown[]).indexOf(f.k) < 0) return bad(t, 'k must be one of ' + DEVICE_EVENT_KINDS.join(', '), f.id);
+      if (f.ch !== undefined && !isNum(f.ch)) return bad(t, 'ch must be a number', f.id);
+      if (typeof f.msg !== 'string') return bad(t, 'msg must be a string', f.id);
+      const e = checkState(f.s);
+      if (e) return bad(t, e, f.id);
       break;
     }
     case 'hb':

@@ -35,7 +35,12 @@ export interface DeviceView {
   state: DeviceState | null;
   state_observed_at: string | null;
   state_age_ms: number | null;
+  /** What the device's interlocks did by themselves (max on-time auto-off, e-stop), newest first. */
+  interlock_events: { at: string; boot_id: string; kind: string; ch: number | null; msg: string }[];
 }
+
+/** How many recent interlock events a device view carries. */
+const VIEW_EVENTS = 10;
 
 export class Devices {
   private live = new Map<string, Live>();
@@ -164,6 +169,9 @@ export class Devices {
       state: l?.state ?? null,
       state_observed_at: l?.stateAt == null ? null : new Date(l.stateAt).toISOString(),
       state_age_ms: l?.stateAt == null ? null : now - l.stateAt,
+      interlock_events: this.journal.deviceEvents(dev, VIEW_EVENTS).map((e) => ({
+        at: new Date(e.at).toISOString(), boot_id: e.boot_id, kind: e.kind, ch: e.ch, msg: e.msg,
+      })),
     };
   }
 
