@@ -190,6 +190,7 @@ export class Journal {
       putDevice: this.db.prepare(
         'INSERT INTO devices (device_id, secret, board) VALUES (?, ?, ?) ON CONFLICT(device_id) DO UPDATE SET secret = excluded.secret, board = excluded.board',
       ),
+      removeDevice: this.db.prepare('DELETE FROM devices WHERE device_id = ?'),
       seen: this.db.prepare('UPDATE devices SET last_boot = ?, last_seen = ? WHERE device_id = ?'),
       putDeviceEvent: this.db.prepare(
         'INSERT OR IGNORE INTO device_events (device_id, boot_id, event_id, at, kind, ch, msg, device_state) VALUES (@device_id, @boot_id, @event_id, @at, @kind, @ch, @msg, @device_state)',
@@ -273,6 +274,11 @@ export class Journal {
       msg: r.msg as string,
       device_state: JSON.parse(r.device_state as string),
     }));
+  }
+
+  /** Forget a device and its secret (its commands stay); false when it was not provisioned. */
+  removeDevice(deviceId: string): boolean {
+    return this.stmts.removeDevice.run(deviceId).changes === 1;
   }
 
   seen(deviceId: string, boot: string, at: number): void {
