@@ -30,8 +30,9 @@ function trip(why: string): void {
   ev('estop', 0, 'e-stop ' + why + ' (GPIO' + (ES as SwitchDef).pin + '): every relay switched off, every axis stopped and disabled; latched until an operator clears it (estop_clear) with the input released');
 }
 
-function onEdge(): void {
-  if (active()) trip('pressed');
+/** The level at the edge, not a read now: a press shorter than the event queue's delay still latches. */
+function onEdge(e: WatchEvent): void {
+  if (!e.state === (ES as SwitchDef).active_low) trip('pressed');
 }
 
 /** A latch stays until cleared; the input must read released at that moment. */
