@@ -140,6 +140,8 @@ describe('firmware stepper: boot', () => {
       [FAULT, 'falling', true, undefined],
       [HOME, 'falling', true, undefined],
       [LIMIT, 'falling', true, undefined],
+      // The board's e-stop input, on both edges (interlock.ts).
+      [18, 'both', true, undefined],
     ]);
   });
 
