@@ -88,6 +88,13 @@ function autoOff(i: number): void {
   if (CMD[i] !== true) return;
   const r = RL[i];
   off(i);
+  const slot = SLOT[i];
+  if (slot >= 0) {
+    SLOT[i] = -1;
+    if (ST[i] !== undefined) clearTimeout(ST[i]);
+    ST[i] = undefined;
+    done(slot, 'failed', 'none', false, 'MAX_ON_TIME', r.name + ': switched off by its maximum on-time (' + r.max_on_ms + ' ms) before this command had its result; it is off');
+  }
   ev('max_on', r.ch, r.name + ' (ch ' + r.ch + ') switched off by the device: on for its board maximum of ' + r.max_on_ms + ' ms');
 }
 

@@ -111,6 +111,12 @@ export const ERROR_CODES = {
     ends: null,
     retry: 'no',
   },
+  MAX_ON_TIME: {
+    meaning:
+      'The device switched the output off by itself at its board maximum on-time (max_on_ms) before this command had its result; the output is off.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
   ESTOP_LATCHED: {
     meaning:
       'The device latched its e-stop: every relay is off and every axis stopped and disabled until an operator clears the latch (estop_clear); the command was refused and nothing moved.',
