@@ -9,6 +9,7 @@ import type { BoardDef, ToDeviceFrame, ToHostFrame } from '@proofrig/protocol';
 import { startE2E, until, type E2E } from './helpers/e2e.js';
 import type { Session } from '../host/src/core/session.js';
 import type { CommandStatus } from '../host/src/core/commands.js';
+import { call } from '../host/src/call.js';
 
 const RELAY = new URL('../boards/relay-rig-4ch.json', import.meta.url).pathname;
 const STEPPER = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
@@ -206,6 +207,33 @@ describe('the e-stop input latches every output off until an operator clears it'
     expect(JSON.stringify(r.content)).toMatch(/OPERATOR_REQUIRED: estop_clear is operator-only.*proofrig call --operator estop_clear device_id=stepper-rig/);
     expect(e.running.core.journal.lastTerminal(DEV_S, 'estop.clear')).toHaveLength(0);
     expect((await e.act('relay_set', { device_id: DEV_S, channel: 1, on: true })).final.error_code).toBe('ESTOP_LATCHED');
+  });
+
+  it('from a shell: `proofrig call --operator estop_clear` asks the person at the terminal to type the device id, then clears', async () => {
+    e = await startE2E({ sims: [{ boardFile: estopBoard() }], device: DEV_S });
+    const rig = e.running.rigs.get(DEV_S)!;
+    rig.estop(true);
+    rig.estop(false);
+    await until(() => e!.running.core.devices.view(DEV_S)!.state?.estop === true, 3000, 'latched');
+    const run = async (operator: boolean, typed: string | null) => {
+      let out = '';
+      const prompts: string[] = [];
+      const sink = { write: (c: string) => ((out += c), true) } as unknown as NodeJS.WritableStream;
+      const confirm = async (m: string) => (prompts.push(m), typed);
+      const code = await call('estop_clear', { device_id: DEV_S }, { url: e!.running.url, json: false, follow: true, out: sink, operator, confirm });
+      return { code, out, prompts };
+    };
+    const plain = await run(false, DEV_S);
+    expect(plain).toMatchObject({ code: 1, prompts: [] });
+    expect(plain.out).toMatch(/OPERATOR_REQUIRED/);
+    const noTty = await run(true, null);
+    expect(noTty.code).toBe(1);
+    expect(noTty.out).toMatch(/answered "cancel"/);
+    const ok = await run(true, DEV_S);
+    expect(ok.prompts[0]).toMatch(/type the device id "stepper-rig"/);
+    expect(ok.code).toBe(0);
+    expect(ok.out).toMatch(/completed {2}evidence=aux_contact/);
+    expect((await e.act('relay_set', { device_id: DEV_S, channel: 1, on: true })).final.state).toBe('completed');
   });
 
   it('an e-stop already pressed at boot latches before the first command', async () => {

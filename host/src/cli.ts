@@ -86,8 +86,9 @@ export function buildCli(): Command {
     .option('--url <url>', 'proofrig server', 'http://127.0.0.1:8787')
     .option('--json', 'print the final structured result as JSON only', false)
     .option('--no-follow', 'return right after the action tool answers')
+    .option('--operator', 'act as the operator: confirm operator-only tools (estop_clear, remove_device) by typing the device id at this terminal', false)
     .action(async (tool: string, pairs: string[], o) => {
-      const code = await call(tool, parseToolArgs(pairs), { url: o.url, json: o.json, follow: o.follow, out: process.stdout });
+      const code = await call(tool, parseToolArgs(pairs), { url: o.url, json: o.json, follow: o.follow, out: process.stdout, operator: o.operator });
       process.exitCode = code;
     });
 
