@@ -6,7 +6,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BoardDef, ToDeviceFrame, ToHostFrame } from '@proofrig/protocol';
-import { startE2E, until, type E2E } from './helpers/e2e.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { mcpTransport, startE2E, until, type E2E } from './helpers/e2e.js';
 import type { Session } from '../host/src/core/session.js';
 import type { CommandStatus } from '../host/src/core/commands.js';
 import { call } from '../host/src/call.js';
@@ -216,31 +218,58 @@ describe('the e-stop input latches every output off until an operator clears it'
     expect((await e.act('relay_set', { device_id: DEV_S, channel: 1, on: true })).final.error_code).toBe('ESTOP_LATCHED');
   });
 
-  it('from a shell: `proofrig call --operator estop_clear` asks the person at the terminal to type the device id, then clears', async () => {
+  it('from a shell: `proofrig call` with the agent token is refused; with the operator token it clears; a person at the terminal can confirm instead', async () => {
+    e = await startE2E({ sims: [{ boardFile: estopBoard() }], device: DEV_S });
+    const rig = e.running.rigs.get(DEV_S)!;
+    const tokens = e.running.tokens!;
+    const latch = async () => {
+      rig.estop(true);
+      rig.estop(false);
+      await until(() => e!.running.core.devices.view(DEV_S)!.state?.estop === true, 3000, 'latched');
+    };
+    const run = async (token: string, operator: boolean, typed: string | null) => {
+      let out = '';
+      const prompts: string[] = [];
+      const sink = { write: (c: string) => ((out += c), true) } as unknown as NodeJS.WritableStream;
+      const confirm = async (m: string) => (prompts.push(m), typed);
+      const code = await call('estop_clear', { device_id: DEV_S }, { url: e!.running.url, token, json: false, follow: true, out: sink, operator, confirm });
+      return { code, out, prompts };
+    };
+    await latch();
+    const agent = await run(tokens.agent, false, DEV_S);
+    expect(agent).toMatchObject({ code: 1, prompts: [] });
+    expect(agent.out).toMatch(/OPERATOR_REQUIRED/);
+    // The operator token carries the operator scope: nobody is asked.
+    const op = await run(tokens.operator, true, null);
+    expect(op).toMatchObject({ code: 0, prompts: [] });
+    expect(op.out).toMatch(/completed {2}evidence=aux_contact/);
+    expect((await e.act('relay_set', { device_id: DEV_S, channel: 1, on: true })).final.state).toBe('completed');
+    // With the agent token, the person at the terminal confirms by typing the device id; with no terminal, nobody can.
+    await latch();
+    const noTty = await run(tokens.agent, true, null);
+    expect(noTty.code).toBe(1);
+    expect(noTty.out).toMatch(/answered "cancel"/);
+    const typed = await run(tokens.agent, true, DEV_S);
+    expect(typed.prompts[0]).toMatch(/type the device id "stepper-rig"/);
+    expect(typed.code).toBe(0);
+  });
+
+  it('over MCP with the real operator bearer token, estop_clear is dispatched without a confirmation', async () => {
     e = await startE2E({ sims: [{ boardFile: estopBoard() }], device: DEV_S });
     const rig = e.running.rigs.get(DEV_S)!;
     rig.estop(true);
     rig.estop(false);
     await until(() => e!.running.core.devices.view(DEV_S)!.state?.estop === true, 3000, 'latched');
-    const run = async (operator: boolean, typed: string | null) => {
-      let out = '';
-      const prompts: string[] = [];
-      const sink = { write: (c: string) => ((out += c), true) } as unknown as NodeJS.WritableStream;
-      const confirm = async (m: string) => (prompts.push(m), typed);
-      const code = await call('estop_clear', { device_id: DEV_S }, { url: e!.running.url, json: false, follow: true, out: sink, operator, confirm });
-      return { code, out, prompts };
-    };
-    const plain = await run(false, DEV_S);
-    expect(plain).toMatchObject({ code: 1, prompts: [] });
-    expect(plain.out).toMatch(/OPERATOR_REQUIRED/);
-    const noTty = await run(true, null);
-    expect(noTty.code).toBe(1);
-    expect(noTty.out).toMatch(/answered "cancel"/);
-    const ok = await run(true, DEV_S);
-    expect(ok.prompts[0]).toMatch(/type the device id "stepper-rig"/);
-    expect(ok.code).toBe(0);
-    expect(ok.out).toMatch(/completed {2}evidence=aux_contact/);
-    expect((await e.act('relay_set', { device_id: DEV_S, channel: 1, on: true })).final.state).toBe('completed');
+    const op = new Client({ name: 'operator', version: '1' });
+    await op.connect(mcpTransport(e.running, 'operator'));
+    try {
+      const r = (await op.callTool({ name: 'estop_clear', arguments: { device_id: DEV_S } })) as CallToolResult;
+      expect(r.isError).toBeFalsy();
+      expect(r.structuredContent).toMatchObject({ action: 'estop.clear', state: 'completed', verified: true });
+    } finally {
+      await op.close();
+    }
+    expect(e.logs.some((l) => l.evt === 'operator_action' && l.via === 'operator_scope' && l.client === 'operator')).toBe(true);
   });
 
   it('an e-stop already pressed at boot latches before the first command', async () => {
