@@ -96,8 +96,8 @@ const stop = (rid: string, axis?: string) => ({ t: 'cmd', rid, a: 'stop', p: axi
 const results = (fs: Record<string, any>[]) => fs.filter((f) => f.t === 'res');
 
 /** Boot and home: the carriage starts 5 mm from the switch, homing runs until the switch closes. */
-function homed() {
-  const b = boot();
+function homed(bd: BoardDef = board) {
+  const b = boot(bd);
   b.rig.send(b.s, home('h1'));
   b.slide.mm = 5;
   b.slide.until(0);
@@ -140,6 +140,8 @@ describe('firmware stepper: boot', () => {
       [FAULT, 'falling', true, undefined],
       [HOME, 'falling', true, undefined],
       [LIMIT, 'falling', true, undefined],
+      // The board's e-stop input, on both edges (interlock.ts).
+      [18, 'both', true, undefined],
     ]);
   });
 
@@ -613,5 +615,34 @@ describe('firmware stepper: power', () => {
     expect(again.rig.pins[STEP]).toBe(0);
     again.rig.send(again.s, move('m2', 10));
     expect(recv(again.rig, again.s)[0]).toMatchObject({ code: 'NOT_HOMED' });
+  });
+});
+
+describe('firmware stepper: soft limits and speed hold on the device', () => {
+  const soft: BoardDef = { ...board, steppers: [{ ...X, soft_limits: { min_mm: 0, max_mm: 120 } }] };
+
+  it('a move whose encoder leaves the soft limits is stopped there LIMIT_HIT, though its target is inside them', () => {
+    const b = homed(soft);
+    b.slide.ratio = 1.5; // the carriage runs further than the steps say (a slipping coupling, a wrong lead)
+    b.rig.send(b.s, move('m1', 110));
+    const r = results(runTo(b, 'm1'))[0];
+    expect(r).toMatchObject({ st: 'failed', code: 'LIMIT_HIT', ev: 'encoder' });
+    expect(r.msg).toMatch(/left the soft limits 0\.\.120 mm/);
+    expect(b.rig.pwm[STEP]).toBeUndefined();
+    expect(b.slide.mm).toBeLessThan(122);
+  });
+
+  it('a target beyond the soft limits or a speed above the board bound is rejected before a single step', () => {
+    const b = homed(soft);
+    const before = b.rig.pulses(STEP);
+    b.rig.send(b.s, move('m2', 150));
+    b.rig.send(b.s, move('m3', 50, X.max_speed_mm_s + 1));
+    b.slide.run(200);
+    const rs = results(recv(b.rig, b.s));
+    expect(rs.map((x) => [x.rid, x.st, x.code])).toEqual([
+      ['m2', 'rejected', 'INVALID_ARGS'],
+      ['m3', 'rejected', 'INVALID_ARGS'],
+    ]);
+    expect(b.rig.pulses(STEP)).toBe(before);
   });
 });

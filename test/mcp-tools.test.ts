@@ -34,10 +34,12 @@ describe('tool list', () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
       'cancel_action',
+      'estop_clear',
       'get_action_status',
       'get_device_status',
       'list_devices',
       'relay_set',
+      'remove_device',
       'stepper_home',
       'stepper_move',
       'stop_device',

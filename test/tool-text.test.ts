@@ -44,7 +44,7 @@ describe('the text of a device status stands on its own', () => {
   it('says offline plainly and how old the state is', () => {
     const t = summarizeDevice({
       device_id: 'rig', online: false, board_id: 'b', board_name: 'Bench', boot_id: null, firmware: null, last_seen: null,
-      last_seen_age_ms: 65_000, rtt_max_ms: 5, state_observed_at: null, state_age_ms: 64_000, refused_frames: { by_host: 0, by_device: 0 },
+      last_seen_age_ms: 65_000, rtt_max_ms: 5, state_observed_at: null, state_age_ms: 64_000, refused_frames: { by_host: 0, by_device: 0 }, interlock_events: [],
       state: { up: 1, relays: [{ ch: 1, cmd: true, pin: true, aux: true }, { ch: 2, cmd: null, pin: null, aux: null }], axes: [{ axis: 'x', pos: 12.5, cmd: 12.5, moving: false, homed: true, fault: false, home: false, limit: false }] },
     });
     expect(t).toBe('rig (Bench): OFFLINE, last seen 65 s ago. channel 1 on, channel 2 never switched; axis x at 12.5 mm (state observed 64 s ago).');

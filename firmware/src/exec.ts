@@ -7,12 +7,16 @@ import { clip, DEDUPE_RING_SIZE, echo } from '@proofrig/protocol';
 import type { Action } from './action';
 import { DONE, ringAck, ringAdd, ringDone, ringFind, ringRerun, ringResult, ringRid, ringState, ringUnacked } from './dedupe';
 import { RELAY_SET, relayInit, relayState } from './relay';
+import { ESTOP_CLEAR, estopPoll, interlockInit, latched } from './interlock';
 import { STEPPER_HOME, STEPPER_MOVE, STOP, stepperInit, stepperState } from './stepper';
 import { nowMs, upMs } from './clock';
 import { linkSend, linkSendJson, linkUp } from './link';
 
 /** Actions by name. */
-const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP];
+const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP, ESTOP_CLEAR];
+/** Device events (interlocks) take ring slots under ids of this prefix, which commands may not use. */
+const EV = 'ev:';
+let evn = 0;
 let B: BoardDef;
 /** When each ring slot's command started executing (ms), for the result's `ms`, and its action. */
 const T0: number[] = [];
@@ -23,16 +27,34 @@ function prog(slot: number, pct: number, pos: number): void {
   if (linkUp()) linkSend({ t: 'prog', rid: ringRid(slot), pct: pct, pos: pos });
 }
 
+/** An interlock acted: kept in the outbox like a result (re-sent until the host's rack), sent now if the link is up. */
+function event(k: 'max_on' | 'estop', ch: number, msg: string): void {
+  const o: Record<string, unknown> = { t: 'evt', id: EV + ++evn, k: k };
+  if (ch) o.ch = ch;
+  o.msg = msg;
+  o.s = snapshot();
+  const j = JSON.stringify(o);
+  const i = ringAdd(o.id as string);
+  if (i >= 0) {
+    T0[i] = nowMs();
+    AN[i] = '';
+    ringDone(i, j);
+  }
+  if (linkUp()) linkSendJson(j);
+}
+
 export function execInit(b: BoardDef): void {
   B = b;
-  relayInit(b);
+  relayInit(b, finish, event);
   stepperInit(b, finish, prog);
+  interlockInit(b, event);
 }
 
 /** Relays always; `axes` only on a board with steppers, so relay-only snapshots stay as they were. */
 export function snapshot(): DeviceState {
   const s: DeviceState = { up: upMs(), relays: relayState() };
   if (B && B.steppers && B.steppers.length) s.axes = stepperState();
+  if (B && B.estop) s.estop = latched();
   return s;
 }
 
@@ -63,6 +85,10 @@ function findAction(a: string): Action | null {
 
 function onCmd(f: CommandFrame): void {
   const rid = f.rid;
+  if (rid.indexOf(EV) === 0) {
+    linkSendJson(resultJson(rid, 'rejected', 'none', false, 0, 'INVALID_ARGS', 'request ids starting with "' + EV + '" are reserved for device events; nothing was done'));
+    return;
+  }
   const a = findAction(f.a);
   let i = ringFind(rid);
   if (i >= 0) {
@@ -96,6 +122,9 @@ function onCmd(f: CommandFrame): void {
   }
   let why = a.chk(f.p, B);
   if (why) return reject(i, 'INVALID_ARGS', why);
+  estopPoll();
+  if (latched() && !a.al && a !== ESTOP_CLEAR)
+    return reject(i, 'ESTOP_LATCHED', 'e-stop latched: every output is held off until an operator clears it (estop_clear); nothing was done');
   why = a.nh ? a.nh(f.p) : null;
   if (why) return reject(i, 'NOT_HOMED', why);
   why = a.busy(f.p);

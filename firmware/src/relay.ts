@@ -15,7 +15,12 @@ const SLOT: number[] = [];
 const LV: number[] = [];
 /** One settle callback per channel, made once at init (none per command). */
 const SETTLE: (() => void)[] = [];
+/** Pending settle timer per channel, and the max on-time (auto-off) timer with its callback. */
+const ST: (TimerId | undefined)[] = [];
+const AO: (TimerId | undefined)[] = [];
+const AOF: (() => void)[] = [];
 let done: Done;
+let ev: (k: 'max_on', ch: number, msg: string) => void;
 
 /** Output level that energises the coil. */
 function onLevel(r: RelayDef): number {
@@ -28,6 +33,8 @@ function idx(ch: unknown): number {
 }
 
 function settle(i: number): void {
+  ST[i] = undefined;
+  if (SLOT[i] < 0) return;
   const r = RL[i];
   const fb = r.feedback;
   const slot = SLOT[i];
@@ -63,9 +70,58 @@ function settler(i: number): () => void {
   };
 }
 
+/** Switch channel i to its off level now and forget any auto-off; true when it was commanded on. */
+function off(i: number): boolean {
+  const r = RL[i];
+  pinWrite(r.pin, onLevel(r) ^ 1);
+  LV[i] = onLevel(r) ^ 1;
+  if (AO[i] !== undefined) clearTimeout(AO[i]);
+  AO[i] = undefined;
+  const was = CMD[i] === true;
+  if (CMD[i] !== null) CMD[i] = false;
+  return was;
+}
+
+/** max_on_ms after the off→on switch: off, whatever any host says, and reported as an event. */
+function autoOff(i: number): void {
+  AO[i] = undefined;
+  if (CMD[i] !== true) return;
+  const r = RL[i];
+  off(i);
+  const slot = SLOT[i];
+  if (slot >= 0) {
+    SLOT[i] = -1;
+    if (ST[i] !== undefined) clearTimeout(ST[i]);
+    ST[i] = undefined;
+    done(slot, 'failed', 'none', false, 'MAX_ON_TIME', r.name + ': switched off by its maximum on-time (' + r.max_on_ms + ' ms) before this command had its result; it is off');
+  }
+  ev('max_on', r.ch, r.name + ' (ch ' + r.ch + ') switched off by the device: on for its board maximum of ' + r.max_on_ms + ' ms');
+}
+
+function autoOffer(i: number): () => void {
+  return function () {
+    autoOff(i);
+  };
+}
+
+/** E-stop: every output off; a command still settling ends failed ESTOP_LATCHED. */
+export function relayAllOff(): void {
+  for (let i = 0; i < RL.length; i++) {
+    off(i);
+    const slot = SLOT[i];
+    if (slot < 0) continue;
+    SLOT[i] = -1;
+    if (ST[i] !== undefined) clearTimeout(ST[i]);
+    ST[i] = undefined;
+    done(slot, 'failed', 'none', false, 'ESTOP_LATCHED', RL[i].name + ': the e-stop switched it off before its result; it is off');
+  }
+}
+
 /** Drive every relay output to its off level and set up the feedback inputs. */
-export function relayInit(b: BoardDef): void {
+export function relayInit(b: BoardDef, d: Done, e: (k: 'max_on', ch: number, msg: string) => void): void {
   RL = b.relays;
+  done = d;
+  ev = e;
   for (let i = 0; i < RL.length; i++) {
     const r = RL[i];
     pinOutput(r.pin, onLevel(r) ^ 1);
@@ -74,6 +130,8 @@ export function relayInit(b: BoardDef): void {
     SLOT[i] = -1;
     LV[i] = onLevel(r) ^ 1;
     SETTLE[i] = settler(i);
+    AOF[i] = autoOffer(i);
+    ST[i] = AO[i] = undefined;
   }
 }
 
@@ -88,11 +146,14 @@ function run(slot: number, p: Record<string, unknown>, d: Done): void {
   const on = p.on === true;
   const lv = on ? onLevel(r) : onLevel(r) ^ 1;
   done = d;
+  // The on-time counts from the off→on switch: repeating "on" never extends it.
+  if (!on) off(i);
+  else if (CMD[i] !== true && r.max_on_ms) AO[i] = setTimeout(AOF[i], r.max_on_ms);
   pinWrite(r.pin, lv);
   CMD[i] = on;
   LV[i] = lv;
   SLOT[i] = slot;
-  setTimeout(SETTLE[i], r.settle_ms);
+  ST[i] = setTimeout(SETTLE[i], r.settle_ms);
 }
 
 export const RELAY_SET: Action = { n: 'relay.set', chk: checkRelaySetArgs, busy: busy, run: run };

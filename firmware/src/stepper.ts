@@ -5,7 +5,7 @@
 // one that counted short (failed). Per-axis state lives in parallel arrays indexed like
 // board.steppers; every callback is made at init, none per command, edge or tick.
 import type { AxisState, BoardDef, ErrorCode, StepperDef, SwitchDef } from '@proofrig/protocol';
-import { checkStepperHomeArgs, checkStepperMoveArgs, checkStopArgs } from '@proofrig/protocol';
+import { checkStepperHomeArgs, checkStepperMoveArgs, checkStopArgs, softLimits } from '@proofrig/protocol';
 import type { Action, Done } from './action';
 import { pinInput, pinOutput, pinPwm, pinRead, pinWatch, pinWrite } from './hal';
 
@@ -199,6 +199,14 @@ function hit(i: number, max: boolean, was: string, did: string): void {
     f2(pos(i)) + ' mm, target ' + TGT[i] + ' mm; ' + did);
 }
 
+/** The encoder is beyond a soft limit (by more than the tolerance) on the side the axis moves to. */
+function outside(i: number): boolean {
+  const lim = softLimits(AX[i]);
+  const p = pos(i);
+  const tol = AX[i].tolerance_mm;
+  return DIR[i] > 0 ? p > lim.max_mm + tol : p < lim.min_mm - tol;
+}
+
 function tick(i: number): void {
   const s = AX[i];
   const t = getTime();
@@ -207,6 +215,12 @@ function tick(i: number): void {
   // The watches act at the edge; this catches an edge Espruino could not watch or dropped.
   if (closed(s.driver.fault)) return fault(i);
   if (MODE[i] === HOME ? closed(s.home) : closed(DIR[i] > 0 ? s.limit_max : s.home)) return limit(i, MODE[i] !== HOME && DIR[i] > 0);
+  if (MODE[i] === MOVE && outside(i)) {
+    halt(i);
+    const lim = softLimits(s);
+    return end(i, 'failed', 'encoder', false, 'LIMIT_HIT',
+      s.axis + ': encoder at ' + f2(pos(i)) + ' mm left the soft limits ' + lim.min_mm + '..' + lim.max_mm + ' mm while moving to ' + TGT[i] + ' mm; motion stopped');
+  }
   const rem = NST[i] - SD[i];
   if (rem < 0.5) {
     if (MODE[i] === MOVE) return settle(i);
@@ -219,7 +233,7 @@ function tick(i: number): void {
   const a = s.accel_mm_s2;
   // Trapezoid: accelerate with time, cruise, decelerate on the distance left (so a move that
   // lags never crawls), and never overrun the last steps by more than one tick.
-  let v = Math.min(V[i], a * (t - T0[i]));
+  let v = Math.min(V[i], s.max_speed_mm_s, a * (t - T0[i]));
   if (MODE[i] === MOVE) v = Math.min(v, Math.sqrt((2 * a * rem) / spm));
   let hz = v * spm;
   if (hz * TICK_MS > rem * 1000) hz = (rem * 1000) / TICK_MS;
@@ -391,6 +405,7 @@ function makers(i: number): void {
     tick(i);
   };
   SETL[i] = function () {
+    if (MODE[i] !== SETTLE) return;
     MODE[i] = IDLE;
     verdict(i);
   };
@@ -433,6 +448,19 @@ export function stepperInit(b: BoardDef, d: Done, p: (slot: number, pct: number,
     SW[i] = false;
     PO[i] = { freq: MIN_HZ };
     makers(i);
+  }
+}
+
+/** E-stop: every step output off and every driver disabled; a move or homing in progress ends failed ESTOP_LATCHED. */
+export function stepperAllOff(): void {
+  for (let i = 0; i < AX.length; i++) {
+    halt(i);
+    enable(i, false);
+    const m = MODE[i];
+    if (m === MOVE || m === HOME || m === SETTLE) {
+      end(i, 'failed', 'encoder', false, 'ESTOP_LATCHED',
+        AX[i].axis + ': e-stop at ' + f2(pos(i)) + ' mm while ' + (m === HOME ? 'homing' : 'moving to ' + TGT[i] + ' mm') + '; steps off, driver disabled');
+    }
   }
 }
 

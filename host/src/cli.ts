@@ -136,12 +136,12 @@ export function buildCli(): Command {
     .option('--url <url>', 'proofrig server', 'http://127.0.0.1:8787')
     .option('--db <path>', "the server's journal: its folder holds the MCP token this command sends", '.proofrig/journal.db')
     .option('--token-file <file>', 'send the bearer token in this file instead (else PROOFRIG_TOKEN, else the one beside --db)')
-    .option('--operator', 'send the operator token (.proofrig/operator-token): allowed operator-only actions', false)
+    .option('--operator', 'act as the operator: send the operator token (.proofrig/operator-token) when the server has one, and confirm operator-only tools by typing the device id at this terminal', false)
     .option('--json', 'print the final structured result as JSON only', false)
     .option('--no-follow', 'return right after the action tool answers')
     .action(async (tool: string, pairs: string[], o) => {
       const { token, source } = findToken({ db: o.db, operator: o.operator, tokenFile: o.tokenFile });
-      const code = await call(tool, parseToolArgs(pairs), { url: o.url, token, tokenSource: source, json: o.json, follow: o.follow, out: process.stdout });
+      const code = await call(tool, parseToolArgs(pairs), { url: o.url, token, tokenSource: source, json: o.json, follow: o.follow, out: process.stdout, operator: o.operator });
       process.exitCode = code;
     });
 

@@ -1,7 +1,7 @@
 // Actions a device executes: their argument checks run on the host before sending and
 // again on the device before touching a pin, from this one definition.
 import type { BoardDef } from './board.js';
-import { findAxis, findRelay } from './board.js';
+import { findAxis, findRelay, softLimits } from './board.js';
 import { echo } from './check.js';
 
 // idempotent: a retry with the same request_id is safe (the device's dedupe ring answers it).
@@ -14,6 +14,8 @@ export const ACTIONS = {
   'stepper.home': { idempotent: true, always: false },
   /** Stop all motion at once; wins over a running move and is never deduplicated away. */
   stop: { idempotent: true, always: true },
+  /** Clear a latched e-stop (operator-only on the host); refused ESTOP_ACTIVE while the input is still active. */
+  'estop.clear': { idempotent: true, always: false },
 } as const;
 export type ActionName = keyof typeof ACTIONS;
 
@@ -67,8 +69,9 @@ export function checkStepperMoveArgs(p: Record<string, unknown>, board: BoardDef
   const ax = findAxis(board, p.axis);
   if (!ax) return 'axis ' + echo(p.axis) + ' does not exist on ' + board.id + '; axes: ' + axesOf(board);
   if (typeof p.mm !== 'number' || !isFinite(p.mm)) return 'mm must be a number (absolute target in mm)';
-  if (p.mm < ax.travel.min_mm || p.mm > ax.travel.max_mm)
-    return 'target ' + p.mm + ' mm is outside the travel of axis ' + ax.axis + ': ' + ax.travel.min_mm + '..' + ax.travel.max_mm + ' mm';
+  const lim = softLimits(ax);
+  if (p.mm < lim.min_mm || p.mm > lim.max_mm)
+    return 'target ' + p.mm + ' mm is outside the ' + (ax.soft_limits ? 'soft limits' : 'travel') + ' of axis ' + ax.axis + ': ' + lim.min_mm + '..' + lim.max_mm + ' mm';
   if (p.speed !== undefined) {
     if (typeof p.speed !== 'number' || !isFinite(p.speed) || p.speed <= 0 || p.speed > ax.max_speed_mm_s)
       return 'speed must be a number in (0, ' + ax.max_speed_mm_s + '] mm/s for axis ' + ax.axis;
@@ -85,4 +88,10 @@ export function checkStepperHomeArgs(p: Record<string, unknown>, board: BoardDef
 export function checkStopArgs(p: Record<string, unknown>, board: BoardDef): string | null {
   if (p.axis === undefined) return null;
   return checkStepperHomeArgs(p, board);
+}
+
+export function checkEstopClearArgs(p: Record<string, unknown>, board: BoardDef): string | null {
+  if (!board.estop) return 'board ' + board.id + ' has no e-stop input; there is no latch to clear';
+  for (const k in p) if (Object.prototype.hasOwnProperty.call(p, k)) return 'estop.clear takes no arguments (got ' + k.slice(0, 20) + ')';
+  return null;
 }

@@ -70,6 +70,8 @@ export function checkBoard(raw: unknown): BoardCheck {
       else claim(r.pin, `${at}.pin`);
       if (typeof r.active_low !== 'boolean') errors.push(`${at}.active_low: must be true or false`);
       for (const k of ['operate_ms', 'release_ms', 'settle_ms']) if (!isMs(r[k])) errors.push(`${at}.${k}: must be a number of ms`);
+      if (r.max_on_ms !== undefined && (!isMs(r.max_on_ms) || r.max_on_ms <= 0 || (isMs(r.settle_ms) && r.max_on_ms <= r.settle_ms)))
+        errors.push(`${at}.max_on_ms: must be a number of ms (1..600000) above settle_ms, or absent for no limit`);
       const fb = r.feedback;
       if (!isObj(fb)) return errors.push(`${at}.feedback: must be an object with a kind`);
       if (fb.kind === 'aux_contact') {
@@ -94,6 +96,9 @@ export function checkBoard(raw: unknown): BoardCheck {
       b.steppers.forEach((st: unknown, i: number) => checkStepper(st, `steppers[${i}]`, axes, errors, claim));
     }
   }
+  if (b.estop !== undefined) checkInput(b.estop, 'estop', errors, claim);
+  if (b.watchdog_s !== undefined && (!isInt(b.watchdog_s) || b.watchdog_s < 1 || b.watchdog_s > 60))
+    errors.push('watchdog_s: must be a whole number of seconds 1..60 (the ESP32 rounds to seconds), or absent for 5');
   if (errors.length > 0) return { ok: false, errors, warnings };
   return { ok: true, board: b as unknown as BoardDef, warnings };
 }
@@ -154,6 +159,13 @@ function checkStepper(raw: unknown, at: string, axes: string[], errors: string[]
   const t = s.travel;
   if (!isObj(t) || typeof t.min_mm !== 'number' || typeof t.max_mm !== 'number' || !(t.max_mm > t.min_mm))
     errors.push(`${at}.travel: must be {min_mm, max_mm} with max_mm > min_mm`);
+  const sl = s.soft_limits;
+  if (sl !== undefined) {
+    if (!isObj(sl) || typeof sl.min_mm !== 'number' || typeof sl.max_mm !== 'number' || !(sl.max_mm > sl.min_mm))
+      errors.push(`${at}.soft_limits: must be {min_mm, max_mm} with max_mm > min_mm`);
+    else if (isObj(t) && typeof t.min_mm === 'number' && typeof t.max_mm === 'number' && (sl.min_mm < t.min_mm || sl.max_mm > t.max_mm))
+      errors.push(`${at}.soft_limits: ${sl.min_mm}..${sl.max_mm} mm must lie within travel ${t.min_mm}..${t.max_mm} mm`);
+  }
   for (const k of ['steps_per_mm', 'max_speed_mm_s', 'accel_mm_s2', 'home_speed_mm_s', 'tolerance_mm'])
     if (!isPos(s[k])) errors.push(`${at}.${k}: must be a positive number`);
   if (isObj(d) && isPos(d.max_step_hz) && isPos(s.steps_per_mm) && isPos(s.max_speed_mm_s) && s.max_speed_mm_s * s.steps_per_mm > d.max_step_hz)

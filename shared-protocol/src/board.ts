@@ -44,6 +44,12 @@ export interface RelayDef {
   /** Wait after writing before feedback is read; must cover operate/release plus contact bounce. */
   settle_ms: Ms;
   feedback: RelayFeedback;
+  /**
+   * Interlock: the device switches the channel off by itself this long after it was switched on
+   * (and reports an `evt` of kind `max_on`). Absent: no limit. No command can exceed it; only a
+   * re-upload of the board changes it.
+   */
+  max_on_ms?: number;
 }
 
 /** A switch wired to an input: closed reads the active level. */
@@ -90,6 +96,11 @@ export interface StepperDef {
   home_speed_mm_s: number;
   /** A finished move is `completed` only when the encoder is within this of the target. */
   tolerance_mm: number;
+  /**
+   * Interlock: the span targets must stay in, checked on the device (and by the host); the device
+   * also stops a move whose encoder leaves it. Within travel; travel when absent.
+   */
+  soft_limits?: { min_mm: number; max_mm: number };
 }
 
 export interface BoardDef {
@@ -106,6 +117,13 @@ export interface BoardDef {
   device_processing_max_ms: Ms;
   relays: RelayDef[];
   steppers?: StepperDef[];
+  /**
+   * Interlock: an e-stop input. While it reads its active level (and after, until an operator
+   * clears the latch with estop.clear) every relay is off and every axis stopped and disabled.
+   */
+  estop?: SwitchDef;
+  /** Interlock: the device reboots when its main loop stalls this long, s (E.enableWatchdog; whole seconds on the ESP32). Default 5. */
+  watchdog_s?: number;
   notes?: string[];
 }
 
@@ -113,6 +131,14 @@ export interface BoardDef {
 export function relayWorstMs(r: RelayDef): number {
   return Math.max(r.settle_ms, r.operate_ms, r.release_ms);
 }
+
+/** The span a target must stay inside: soft_limits, else travel. */
+export function softLimits(s: StepperDef): { min_mm: number; max_mm: number } {
+  return s.soft_limits || s.travel;
+}
+
+/** Watchdog timeout when the board does not set one, s. */
+export const DEFAULT_WATCHDOG_S = 5;
 
 export function findRelay(board: BoardDef, ch: number): RelayDef | undefined {
   for (let i = 0; i < board.relays.length; i++) if (board.relays[i].ch === ch) return board.relays[i];

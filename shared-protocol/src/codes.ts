@@ -111,6 +111,29 @@ export const ERROR_CODES = {
     ends: null,
     retry: 'no',
   },
+  MAX_ON_TIME: {
+    meaning:
+      'The device switched the output off by itself at its board maximum on-time (max_on_ms) before this command had its result; the output is off.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  ESTOP_LATCHED: {
+    meaning:
+      'The device latched its e-stop: every relay is off and every axis stopped and disabled until an operator clears the latch (estop_clear); the command was refused and nothing moved.',
+    ends: 'rejected',
+    retry: 'after_fresh_state_read',
+  },
+  ESTOP_ACTIVE: {
+    meaning: 'The e-stop input is still pressed (active), so the latch cannot be cleared; release it at the rig first.',
+    ends: 'rejected',
+    retry: 'after_fresh_state_read',
+  },
+  OPERATOR_REQUIRED: {
+    meaning:
+      'The action is operator-only and the call carried no operator scope (nor an operator confirmation); it was refused where it was dispatched and nothing was sent to the device.',
+    ends: null,
+    retry: 'no',
+  },
   INTERNAL: {
     meaning: 'An unexpected error inside the receiver; the detail says where.',
     ends: 'failed',

@@ -32,4 +32,6 @@ export interface DeviceState {
   relays: RelayState[];
   /** Stepper axes, when the board has any. */
   axes?: AxisState[];
+  /** E-stop latched (outputs held off until an operator clears it); present when the board has an e-stop input. */
+  estop?: boolean;
 }

@@ -35,6 +35,17 @@ export interface ResultFrame {
 export interface StateFrame { t: 'state'; q: string; s: DeviceState; rid?: string; rst?: 'running' | 'done' | 'unknown' }
 /** `bad`: frames refused on this connection (MAC, counter or envelope wrong). */
 export interface DeviceHeartbeatFrame { t: 'hb'; up: number; free?: number; bad?: number }
+
+/** What an interlock did on the device by itself. */
+export const DEVICE_EVENT_KINDS = ['max_on', 'estop'] as const;
+export type DeviceEventKind = (typeof DEVICE_EVENT_KINDS)[number];
+/**
+ * Something the device did on its own, no command asked for it: `max_on` (a relay switched off
+ * after its board max_on_ms; `ch` names it), `estop` (the e-stop input latched every output off).
+ * Kept in the device's outbox like a result until the host answers `rack` with `id`, and re-sent
+ * after every reconnect; `id` is unique within one boot.
+ */
+export interface EventFrame { t: 'evt'; id: string; k: DeviceEventKind; ch?: number; msg: string; s: DeviceState }
 export interface DeviceErrorFrame { t: 'err'; code: ErrorCode; msg: string; ref?: string }
 
 export type ToHostFrame =
@@ -44,6 +55,7 @@ export type ToHostFrame =
   | ProgressFrame
   | ResultFrame
   | StateFrame
+  | EventFrame
   | DeviceHeartbeatFrame
   | DeviceErrorFrame;
 
@@ -84,6 +96,10 @@ export function readState(s: unknown): { ok: true; s: DeviceState } | { ok: fals
         moving: a.moving as boolean, homed: a.homed as boolean, fault: a.fault as boolean, home: a.home as boolean, limit: a.limit as boolean,
       });
     }
+  }
+  if (s.estop !== undefined) {
+    if (typeof s.estop !== 'boolean') return { ok: false, msg: 's.estop must be a boolean' };
+    out.estop = s.estop;
   }
   return { ok: true, s: out };
 }
@@ -148,6 +164,17 @@ export function parseToHost(text: unknown): ToHostParse {
       if (f.rid !== undefined) o.rid = f.rid as string;
       if (f.rst !== undefined) o.rst = f.rst as StateFrame['rst'];
       return { ok: true, f: o };
+    }
+    case 'evt': {
+      if (!isId(f.id)) return bad(t, 'id ' + ID_RULE);
+      if ((DEVICE_EVENT_KINDS as readonly unknown[]).indexOf(f.k) < 0) return bad(t, 'k must be one of ' + DEVICE_EVENT_KINDS.join(', '), f.id);
+      if (f.ch !== undefined && !isNum(f.ch)) return bad(t, 'ch must be a number', f.id);
+      if (!isStr(f.msg, MAX_MSG_LENGTH)) return bad(t, 'msg must be a string of up to ' + MAX_MSG_LENGTH + ' chars', f.id);
+      const st = readState(f.s);
+      if (!st.ok) return bad(t, st.msg, f.id);
+      const ev: EventFrame = { t: t, id: f.id, k: f.k as DeviceEventKind, msg: f.msg, s: st.s };
+      if (f.ch !== undefined) ev.ch = f.ch as number;
+      return { ok: true, f: ev };
     }
     case 'hb': {
       if (!isNum(f.up)) return bad(t, 'up must be a number');

@@ -52,21 +52,41 @@ export class Boot implements TimerHost {
   /** Enter the firmware. Nothing happens for a dead boot; an exception becomes "Uncaught ...". */
   call(fn: Function, thisArg: unknown, args: unknown[]): unknown {
     if (!this.live) return undefined;
+    const t0 = performance.now();
     try {
       return Reflect.apply(fn, thisArg, args);
     } catch (e) {
       this.uncaught(e);
       return undefined;
+    } finally {
+      this.stalled(t0);
     }
+  }
+
+  /**
+   * E.enableWatchdog in auto mode: Espruino kicks it from its idle loop, so one entry into the
+   * firmware running longer than this (wall time: a virtual clock stands still inside a callback)
+   * is a stalled main loop, and the chip resets. undefined: no auto watchdog.
+   */
+  stallLimitMs: number | undefined;
+  onStall: ((ms: number) => void) | undefined;
+
+  private stalled(t0: number): void {
+    if (this.stallLimitMs === undefined || !this.live) return;
+    const ms = performance.now() - t0;
+    if (ms > this.stallLimitMs) this.onStall?.(Math.round(ms));
   }
 
   /** Evaluate firmware source text in this boot's global scope (setTimeout("code"), the firmware file). */
   evalString(code: string, filename?: string): void {
     if (!this.live || !this.context) return;
+    const t0 = performance.now();
     try {
       new vm.Script(code, { filename: filename ?? 'eval' }).runInContext(this.context);
     } catch (e) {
       this.uncaught(e);
+    } finally {
+      this.stalled(t0);
     }
   }
 

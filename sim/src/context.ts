@@ -290,10 +290,16 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
     getErrorFlags: fn(() => realm.arr([])),
     enableWatchdog: fn((timeout: unknown, isAuto?: unknown) => {
       if (isAuto === false) {
+        boot.stallLimitMs = undefined;
         watchdog = { timeoutMs: Math.max(1, Number(timeout) * 1000 || 1000), due: 0 };
         armWatchdog();
       } else {
-        watchdog = undefined; // kicked by the idle loop, which never stalls in the simulator
+        // Kicked by the idle loop: it fires when one callback runs longer than the timeout, which
+        // the ESP32 port rounds to whole seconds (esp_task_wdt_init((int)(timeout+0.5))).
+        watchdog = undefined;
+        const t = Number(timeout);
+        boot.stallLimitMs = Math.max(1, Math.round(t >= 0 ? t : 1)) * 1000;
+        boot.onStall = (ms) => deps.reboot(`watchdog: the main loop stalled ${ms} ms (limit ${boot.stallLimitMs} ms)`);
       }
     }),
     kickWatchdog: fn(() => armWatchdog()),

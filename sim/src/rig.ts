@@ -66,6 +66,8 @@ export class SimRig extends EventEmitter {
   private pendingBoot: TimerHandle | undefined;
   private dead = false;
   private consoleServer: SimConsole | undefined;
+  private estopPressed = false;
+  private estopPin: number | undefined;
 
   constructor(opts: SimRigOptions) {
     super();
@@ -233,6 +235,27 @@ export class SimRig extends EventEmitter {
     this.slides.get(r.axis)?.setFault(r.spec);
   }
 
+  /**
+   * Press (true) or release (false) the board's e-stop: the input reads its active level while
+   * pressed, its inactive level when released. Kept across reboots, like a mushroom button.
+   */
+  estop(pressed: boolean): void {
+    if (this.estopPin === undefined) throw new Error(`estop: board ${this.boardDef?.id ?? '(none)'} has no e-stop input`);
+    this.estopPressed = !!pressed;
+    this.gpio.refresh(this.estopPin);
+  }
+
+  /**
+   * A stalled main loop: a busy loop of `ms` inside the firmware's context, entered like any
+   * callback (the auto watchdog of E.enableWatchdog sees it). Needs the real clock: a virtual clock
+   * stands still inside a callback, so the loop would never end.
+   */
+  hang(ms: number): void {
+    if (this.clock !== realClock) throw new Error('hang: needs the real clock (a virtual clock stands still inside the loop)');
+    if (!this.current?.live) throw new Error('hang: the firmware is not running');
+    this.current.evalString(`(function(){var t=getTime();while(getTime()-t<${Number(ms) / 1000}){}})()`, 'hang');
+  }
+
   /** The network swallows bytes for `ms` (default 1500); new connections fail with -9 meanwhile. */
   linkDrop(opts: { direction?: DropDirection; ms?: number } = {}): void {
     if (this.dead) return;
@@ -335,7 +358,15 @@ export class SimRig extends EventEmitter {
     this.slides.clear();
     this.boardJson = json;
     this.boardDef = board;
+    if (this.estopPin !== undefined) this.gpio.detach(this.estopPin);
+    this.estopPin = undefined;
     if (!board) return;
+    if (board.estop) {
+      const sw = board.estop;
+      const activeLevel = sw.active_low ? 0 : 1;
+      this.estopPin = sw.pin;
+      this.gpio.attach(sw.pin, { drive: () => (this.estopPressed ? activeLevel : ((1 - activeLevel) as 0 | 1)) });
+    }
     for (const def of board.relays) {
       const model = new RelayModel(def, this.gpio, this.clock, this.physicsRng);
       const f = this.faults.get(def.ch);

@@ -38,7 +38,12 @@ export interface DeviceView {
   state_age_ms: number | null;
   /** Frames refused on the current connection (bad MAC, counter or seal): by the host, and by the device per its last heartbeat. */
   refused_frames: { by_host: number; by_device: number } | null;
+  /** What the device's interlocks did by themselves (max on-time auto-off, e-stop), newest first. */
+  interlock_events: { at: string; boot_id: string; kind: string; ch: number | null; msg: string }[];
 }
+
+/** How many recent interlock events a device view carries. */
+const VIEW_EVENTS = 10;
 
 /** Emits 'change' (device id) when a device comes online, goes offline or reports its state. */
 export class Devices extends EventEmitter {
@@ -175,6 +180,9 @@ export class Devices extends EventEmitter {
       state_observed_at: l?.stateAt == null ? null : new Date(l.stateAt).toISOString(),
       state_age_ms: l?.stateAt == null ? null : now - l.stateAt,
       refused_frames: s ? { by_host: s.refusedFrames, by_device: s.refusedByDevice } : null,
+      interlock_events: this.journal.deviceEvents(dev, VIEW_EVENTS).map((e) => ({
+        at: new Date(e.at).toISOString(), boot_id: e.boot_id, kind: e.kind, ch: e.ch, msg: e.msg,
+      })),
     };
   }
 

@@ -1,7 +1,7 @@
 // The host core: journal, device registry and command service behind one object. It talks
 // to devices only through Links and reads time only through its Clock.
 import pino, { type Logger } from 'pino';
-import { DEFAULT_HEARTBEAT_MS, type BoardDef, type ToHostFrame } from '@proofrig/protocol';
+import { DEFAULT_HEARTBEAT_MS, type BoardDef, type EventFrame, type ToHostFrame } from '@proofrig/protocol';
 import { realClock, type Clock } from '@proofrig/protocol/clock';
 import { Commands, type CommandStatus, type SubmitInput } from './commands.js';
 import { Devices, type DeviceView } from './devices.js';
@@ -97,6 +97,19 @@ export class HostCore implements SessionHandler {
     this.journal.close();
   }
 
+  /**
+   * An interlock acted on the device by itself (max on-time auto-off, e-stop latch): journaled once
+   * per boot and id, the state cache updated, then confirmed so the device drops it from its outbox.
+   */
+  private deviceEvent(s: Session, f: EventFrame): void {
+    const fresh = this.journal.deviceEvent({
+      device_id: s.dev!, boot_id: s.boot!, event_id: f.id, at: this.clock.now(), kind: f.k, ch: f.ch ?? null, msg: f.msg, device_state: f.s,
+    });
+    this.devices.observe(s.dev!, f.s);
+    if (fresh) this.log.warn({ evt: 'device_event', device_id: s.dev, boot: s.boot, kind: f.k, ch: f.ch, msg: f.msg }, 'interlock acted on the device');
+    s.send({ t: 'rack', rid: f.id });
+  }
+
   // ---- SessionHandler -------------------------------------------------------------
 
   credentials(dev: string) {
@@ -129,6 +142,8 @@ export class HostCore implements SessionHandler {
         return this.commands.result(s, f);
       case 'state':
         return this.devices.answer(s.dev!, f);
+      case 'evt':
+        return this.deviceEvent(s, f);
       case 'hb':
       case 'err':
         return;

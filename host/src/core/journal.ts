@@ -41,6 +41,18 @@ export interface DeviceRecord {
   last_seen: number | null;
 }
 
+/** Something an interlock on the device did by itself (an `evt` frame), journaled once per boot and id. */
+export interface DeviceEventRecord {
+  device_id: string;
+  boot_id: string;
+  event_id: string;
+  at: number;
+  kind: string;
+  ch: number | null;
+  msg: string;
+  device_state: DeviceState;
+}
+
 export interface CommandEvent {
   at: number;
   state: LifecycleState;
@@ -83,6 +95,18 @@ CREATE TABLE IF NOT EXISTS command_events (
   note TEXT
 );
 CREATE INDEX IF NOT EXISTS command_events_cmd ON command_events(command_id);
+CREATE TABLE IF NOT EXISTS device_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  device_id TEXT NOT NULL,
+  boot_id TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  ch INTEGER,
+  msg TEXT NOT NULL,
+  device_state TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS device_events_once ON device_events(device_id, boot_id, event_id);
 CREATE TABLE IF NOT EXISTS devices (
   device_id TEXT PRIMARY KEY,
   secret TEXT NOT NULL,
@@ -176,7 +200,12 @@ export class Journal {
       putDevice: this.db.prepare(
         'INSERT INTO devices (device_id, secret, board) VALUES (?, ?, ?) ON CONFLICT(device_id) DO UPDATE SET secret = excluded.secret, board = excluded.board',
       ),
+      removeDevice: this.db.prepare('DELETE FROM devices WHERE device_id = ?'),
       seen: this.db.prepare('UPDATE devices SET last_boot = ?, last_seen = ? WHERE device_id = ?'),
+      putDeviceEvent: this.db.prepare(
+        'INSERT OR IGNORE INTO device_events (device_id, boot_id, event_id, at, kind, ch, msg, device_state) VALUES (@device_id, @boot_id, @event_id, @at, @kind, @ch, @msg, @device_state)',
+      ),
+      deviceEvents: this.db.prepare('SELECT * FROM device_events WHERE device_id = ? ORDER BY id DESC LIMIT ?'),
     };
   }
 
@@ -241,6 +270,30 @@ export class Journal {
   /** Register (or re-key) a device with its secret and board. */
   provision(deviceId: string, secret: string, board: BoardDef): void {
     this.stmts.putDevice.run(deviceId, secret, JSON.stringify(board));
+  }
+
+  /** Journal a device event; false when this boot's event was journaled before (a re-send after a reconnect). */
+  deviceEvent(e: DeviceEventRecord): boolean {
+    return this.stmts.putDeviceEvent.run({ ...e, device_state: JSON.stringify(e.device_state) }).changes === 1;
+  }
+
+  /** The device's most recent events, newest first. */
+  deviceEvents(deviceId: string, limit: number): DeviceEventRecord[] {
+    return (this.stmts.deviceEvents.all(deviceId, limit) as Row[]).map((r) => ({
+      device_id: r.device_id as string,
+      boot_id: r.boot_id as string,
+      event_id: r.event_id as string,
+      at: r.at as number,
+      kind: r.kind as string,
+      ch: (r.ch as number | null) ?? null,
+      msg: r.msg as string,
+      device_state: JSON.parse(r.device_state as string),
+    }));
+  }
+
+  /** Forget a device and its secret (its commands stay); false when it was not provisioned. */
+  removeDevice(deviceId: string): boolean {
+    return this.stmts.removeDevice.run(deviceId).changes === 1;
   }
 
   seen(deviceId: string, boot: string, at: number): void {

@@ -2,6 +2,7 @@
 // deadline from the timeout formula, and the expected duration.
 import {
   ACTIONS,
+  checkEstopClearArgs,
   checkRelaySetArgs,
   checkStopArgs,
   checkStepperHomeArgs,
@@ -60,6 +61,11 @@ export function planAction(
       const ax = findAxis(board, args.axis as string)!;
       const moveMs = moveDurationS(ax.travel.max_mm - ax.travel.min_mm, ax.home_speed_mm_s, ax.accel_mm_s2) * 1000 + MOTION_SETTLE_MS;
       return { ...base, deadlineMs: deadline(moveMs), estimatedMs: rttMaxMs + moveMs };
+    }
+    case 'estop.clear': {
+      const why = checkEstopClearArgs(args, board);
+      if (why) return { ok: false, code: 'INVALID_ARGS', detail: why };
+      return { ...base, deadlineMs: deadline(0), estimatedMs: rttMaxMs };
     }
     case 'stop': {
       const why = checkStopArgs(args, board);

@@ -27,6 +27,7 @@ export const DeviceStateSchema = z.object({
   up: z.number().describe('device uptime in ms when observed'),
   relays: z.array(RelayStateSchema),
   axes: z.array(AxisStateSchema).optional(),
+  estop: z.boolean().optional().describe('e-stop latched: every output held off until an operator clears it (estop_clear); present when the board has an e-stop input'),
 });
 
 export const CommandStatusSchema = z.object({
@@ -73,6 +74,9 @@ export const DeviceViewSchema = z.object({
     .object({ by_host: z.number(), by_device: z.number() })
     .nullable()
     .describe('frames refused on the current connection (forged, replayed, reordered or truncated); null while offline'),
+  interlock_events: z
+    .array(z.object({ at: z.string(), boot_id: z.string(), kind: z.string(), ch: z.number().nullable(), msg: z.string() }))
+    .describe('what the device interlocks did by themselves (max_on: a relay switched off after its board maximum on-time; estop: the e-stop latched every output off), newest first'),
 });
 
 export const DeviceStatusSchema = DeviceViewSchema.extend({

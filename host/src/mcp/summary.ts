@@ -57,6 +57,7 @@ export function summarizeCommand(s: CommandStatus): string {
 export function summarizeDevice(d: DeviceView): string {
   const seen = d.last_seen_age_ms !== null ? `, last seen ${Math.round(d.last_seen_age_ms / 1000)} s ago` : ', never seen';
   const parts = [`${d.device_id} (${d.board_name}): ${d.online ? 'online' : 'OFFLINE'}${seen}.`];
+  if (d.state?.estop) parts.push('E-STOP LATCHED: every output is off until an operator clears it (estop_clear).');
   if (d.state) {
     const age = d.state_age_ms !== null ? ` (state observed ${Math.round(d.state_age_ms / 1000)} s ago)` : '';
     const relays = d.state.relays.map((r) => `channel ${r.ch} ${r.cmd === null ? 'never switched' : r.cmd ? 'on' : 'off'}`).join(', ');

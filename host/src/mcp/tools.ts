@@ -5,6 +5,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { HostCore } from '../core/host.js';
 import type { CommandStatus } from '../core/commands.js';
+import { registerOperatorTools } from './operator-tools.js';
 import {
   ActionStatusInput,
   CancelInput,
@@ -233,6 +234,7 @@ export function createMcpServer(core: HostCore): McpServer {
     },
   );
 
+  registerOperatorTools(server, core);
   return server;
 }
 
