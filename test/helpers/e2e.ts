@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { serve, type Running } from '../../host/src/serve.js';
 import type { CommandStatus } from '../../host/src/core/commands.js';
+import type { Engine } from '@proofrig/sim';
 
 export const RELAY_BOARD = new URL('../../boards/relay-rig-4ch.json', import.meta.url).pathname;
 export const RIG = 'relay-rig-4ch';
@@ -37,7 +38,7 @@ export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what
 }
 
 export async function startE2E(
-  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string } = {},
+  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Engine } = {},
 ): Promise<E2E> {
   const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
   const logs: Record<string, unknown>[] = [];
@@ -58,6 +59,7 @@ export async function startE2E(
       heartbeatMs: 150,
       offlineGraceMs: 8000,
       seed: 7,
+      engine: o.engine,
     });
     const client = new Client({ name: 'e2e', version: '1' });
     await client.connect(new StreamableHTTPClientTransport(new URL(running.url + '/mcp')));
