@@ -36,6 +36,11 @@ export function buildCli(): Command {
         intOption('--console-port', 0, 65535),
       ),
     )
+    .addOption(
+      new Option('--engine <engine>', 'where simulated rigs run the firmware: vm, or espruino (the real interpreter named by PROOFRIG_ESPRUINO)')
+        .choices(['vm', 'espruino'])
+        .default('vm'),
+    )
     .option('--db <path>', 'journal database file', '.proofrig/journal.db')
     .addOption(new Option('--heartbeat-ms <ms>', 'heartbeat period asked of devices').default(2000).argParser(intOption('--heartbeat-ms', 50, 600000)))
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error', 'silent']).default('info'))
@@ -52,6 +57,7 @@ export function buildCli(): Command {
         logger,
         heartbeatMs: o.heartbeatMs,
         consolePort: o.consolePort,
+        engine: o.engine,
       });
       const mcpUrl = `${running.url}/mcp`;
       const banner = [

@@ -56,7 +56,9 @@ export async function startE2E(
       sims: o.sims ?? [{ boardFile: RELAY_BOARD }],
       faults: o.faults,
       logger,
-      heartbeatMs: 150,
+      // A real interpreter answers from its own event loop, which idles up to 50 ms between polls of
+      // its sockets (Linux build), on a machine shared by several runs: give it a slower heartbeat.
+      heartbeatMs: o.engine === 'espruino' ? 400 : 150,
       offlineGraceMs: 8000,
       seed: 7,
       engine: o.engine,
