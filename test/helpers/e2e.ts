@@ -49,6 +49,8 @@ export async function startE2E(
     },
   });
   const logger = pino({ level: 'debug' }, sink);
+  // A real interpreter starts as a process (and installs its Storage on first boot): more time, not less rigour.
+  const slow = o.engine === 'espruino';
   const start = async () => {
     const running = await serve({
       db,
@@ -79,7 +81,7 @@ export async function startE2E(
     db,
     logs,
     call: (tool, args = {}) => client.callTool({ name: tool, arguments: args }) as Promise<CallToolResult>,
-    async waitTerminal(commandId, ms = 15000) {
+    async waitTerminal(commandId, ms = slow ? 30000 : 15000) {
       const end = Date.now() + ms;
       for (;;) {
         const r = await e.call('get_action_status', { command_id: commandId, wait_ms: 2000 });
@@ -95,7 +97,7 @@ export async function startE2E(
       const first = r.structuredContent as unknown as CommandStatus;
       return { first, final: await e.waitTerminal(first.command_id) };
     },
-    async waitOnline(dev = o.device ?? RIG, ms = 8000) {
+    async waitOnline(dev = o.device ?? RIG, ms = slow ? 30000 : 8000) {
       await until(() => running.core.devices.view(dev)?.online === true && running.core.devices.view(dev)?.state !== null, ms, `${dev} online`);
     },
     async restart() {
