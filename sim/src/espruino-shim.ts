@@ -38,7 +38,7 @@ if((w.e==1&&!st)||(w.e==-1&&st)){w.t=a[2]/1000;return;}if(!w.r){delete W[a[0]];t
 ev={state:st,time:a[2]/1000,lastTime:w.t};if(a[3]!='-')ev.data=a[3]=='1';w.t=ev.time;if(typeof w.f=='string')eval(w.f);else w.f(ev);}
 function line(l){if(l.charAt(0)=='!'){var r;try{r=JSON.stringify(eval(l.substr(1)));}catch(e){r=JSON.stringify('error: '+e);}tx('V'+r);return;}edge(l);}
 Modules.addCached('Wifi','exports.connect=function(s,o,cb){setTimeout(function(){if(cb)cb(null);},250);};exports.disconnect=function(cb){if(cb)setTimeout(cb,0);};');
-try{S=require('net').connect({host:'127.0.0.1',port:P},function(){tx('H');});S.on('data',function(d){RX+=d;var i=RX.indexOf('\\n');while(i>=0){line(RX.substr(0,i));RX=RX.substr(i+1);i=RX.indexOf('\\n');}});}
+try{S=require('net').connect({host:'127.0.0.1',port:P},function(){tx('H');});S.on('data',function(d){var a=(RX+d).split('\\n'),k,n=a.length-1;RX=a[n];for(k=0;k<n;k++)line(a[k]);});}
 catch(e){print('sim: cannot reach the rig model on port '+P+': '+e);}
 tx('B');
 })();
