@@ -2,9 +2,11 @@
 // WebSocket → simulated slide running the built firmware file. A move is done when the encoder
 // says so, and a stall is reported as a stall.
 import { afterEach, describe, expect, it } from 'vitest';
+import { enginesUnderTest, rebootTest } from './helpers/engines.js';
 import { readFileSync } from 'node:fs';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BoardDef } from '@proofrig/protocol';
+import type { Engine } from '@proofrig/sim';
 import { startE2E, until, type E2E } from './helpers/e2e.js';
 import type { CommandStatus } from '../host/src/core/commands.js';
 
@@ -19,8 +21,8 @@ afterEach(async () => {
   e = undefined;
 });
 
-async function homed(faults: string[] = []): Promise<E2E> {
-  const h = await startE2E({ sims: [{ boardFile: STEPPER_BOARD }], faults, device: DEV });
+async function homed(engine: Engine, faults: string[] = []): Promise<E2E> {
+  const h = await startE2E({ engine, sims: [{ boardFile: STEPPER_BOARD }], faults, device: DEV });
   const { final } = await h.act('stepper_home', { device_id: DEV, axis: 'x' });
   expect(final).toMatchObject({ state: 'completed', evidence: 'aux_contact', verified: true });
   return h;
@@ -28,163 +30,165 @@ async function homed(faults: string[] = []): Promise<E2E> {
 
 const sc = (r: CallToolResult) => r.structuredContent as unknown as CommandStatus;
 
-describe('a move ends completed only when the encoder agrees', () => {
-  it('a move to 150 mm ends completed with evidence encoder and a measured position within tolerance', async () => {
-    e = await homed();
-    const { first, final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 });
-    expect(first).toMatchObject({ executed: false, terminal: false });
-    expect(final).toMatchObject({ state: 'completed', verified: true, evidence: 'encoder', executed: true });
-    expect(Math.abs(final.position_mm! - 150)).toBeLessThanOrEqual(ax.tolerance_mm);
-    expect(Math.abs(e.running.rigs.get(DEV)!.axis('x').pos - 150)).toBeLessThanOrEqual(ax.tolerance_mm);
-    expect(final.elapsed_ms).toBeLessThan(final.deadline_ms!);
+describe.each(enginesUnderTest())('on the %s engine', (engine) => {
+  describe('a move ends completed only when the encoder agrees', () => {
+    it('a move to 150 mm ends completed with evidence encoder and a measured position within tolerance', async () => {
+      e = await homed(engine);
+      const { first, final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 });
+      expect(first).toMatchObject({ executed: false, terminal: false });
+      expect(final).toMatchObject({ state: 'completed', verified: true, evidence: 'encoder', executed: true });
+      expect(Math.abs(final.position_mm! - 150)).toBeLessThanOrEqual(ax.tolerance_mm);
+      expect(Math.abs(e.running.rigs.get(DEV)!.axis('x').pos - 150)).toBeLessThanOrEqual(ax.tolerance_mm);
+      expect(final.elapsed_ms).toBeLessThan(final.deadline_ms!);
+    });
+
+    it('seed 002: an obstruction at 70 mm on the way to 150 mm ends failed MOTOR_STALL near 70 mm, within the deadline, and the motor stops stepping', async () => {
+      e = await homed(engine, [`${DEV}:x:stall@70`]);
+      const rig = e.running.rigs.get(DEV)!;
+      const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 });
+      expect(final).toMatchObject({ state: 'failed', error_code: 'MOTOR_STALL', verified: false });
+      expect(final.position_mm!).toBeGreaterThan(69);
+      expect(final.position_mm!).toBeLessThan(71);
+      expect(final.detail).toMatch(/FAULT/);
+      expect(final.elapsed_ms).toBeLessThan(final.deadline_ms!);
+      expect(rig.axis('x').stepping).toBe(false);
+      const steps = rig.axis('x').steps;
+      await new Promise((r) => setTimeout(r, 300));
+      expect(rig.axis('x').steps).toBe(steps);
+    });
+
+    it('missed steps beyond tolerance end failed POSITION_ERROR with both positions', async () => {
+      e = await homed(engine, [`${DEV}:x:missed_steps@5%`]);
+      const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 100 });
+      expect(final).toMatchObject({ state: 'failed', error_code: 'POSITION_ERROR', evidence: 'encoder', verified: false });
+      expect(final.position_mm!).toBeGreaterThan(90);
+      expect(final.position_mm!).toBeLessThan(99);
+      expect(final.detail).toMatch(/100/);
+    });
+
+    it('a dead encoder never ends completed', async () => {
+      e = await homed(engine);
+      e.running.rigs.get(DEV)!.setFault('x', 'encoder_dead');
+      const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 20 });
+      expect(final.state).toBe('failed');
+      expect(final.verified).toBe(false);
+      expect(['NO_FEEDBACK', 'POSITION_ERROR']).toContain(final.error_code);
+    });
   });
 
-  it('seed 002: an obstruction at 70 mm on the way to 150 mm ends failed MOTOR_STALL near 70 mm, within the deadline, and the motor stops stepping', async () => {
-    e = await homed([`${DEV}:x:stall@70`]);
-    const rig = e.running.rigs.get(DEV)!;
-    const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 });
-    expect(final).toMatchObject({ state: 'failed', error_code: 'MOTOR_STALL', verified: false });
-    expect(final.position_mm!).toBeGreaterThan(69);
-    expect(final.position_mm!).toBeLessThan(71);
-    expect(final.detail).toMatch(/FAULT/);
-    expect(final.elapsed_ms).toBeLessThan(final.deadline_ms!);
-    expect(rig.axis('x').stepping).toBe(false);
-    const steps = rig.axis('x').steps;
-    await new Promise((r) => setTimeout(r, 300));
-    expect(rig.axis('x').steps).toBe(steps);
+  describe('refused before any step', () => {
+    it('a target outside travel is rejected with INVALID_ARGS and the step pin never runs', async () => {
+      e = await homed(engine);
+      const rig = e.running.rigs.get(DEV)!;
+      const steps = rig.axis('x').steps;
+      let started = false;
+      rig.on('motion', (what: string) => (started = started || what === 'start'));
+      const r = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 250 }));
+      expect(r).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
+      expect(r.detail).toMatch(/0..200 mm/);
+      await new Promise((res) => setTimeout(res, 200));
+      expect(started).toBe(false);
+      expect(rig.axis('x').steps).toBe(steps);
+    });
+
+    it('a move before homing is rejected NOT_HOMED by the device', async () => {
+      e = await startE2E({ engine, sims: [{ boardFile: STEPPER_BOARD }], device: DEV });
+      const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 10 });
+      expect(final).toMatchObject({ state: 'rejected', error_code: 'NOT_HOMED', executed: false });
+    });
   });
 
-  it('missed steps beyond tolerance end failed POSITION_ERROR with both positions', async () => {
-    e = await homed([`${DEV}:x:missed_steps@5%`]);
-    const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 100 });
-    expect(final).toMatchObject({ state: 'failed', error_code: 'POSITION_ERROR', evidence: 'encoder', verified: false });
-    expect(final.position_mm!).toBeGreaterThan(90);
-    expect(final.position_mm!).toBeLessThan(99);
-    expect(final.detail).toMatch(/100/);
+  describe('stop and cancel', () => {
+    it('stop_device during a move stops it; the move ends cancelled with the measured position', async () => {
+      e = await homed(engine);
+      const rig = e.running.rigs.get(DEV)!;
+      const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 }));
+      await until(() => rig.axis('x').pos > 20, 5000, 'moving');
+      const stop = sc(await e.call('stop_device', { device_id: DEV }));
+      expect(stop).toMatchObject({ state: 'completed', evidence: 'encoder', verified: true });
+      const final = await e.waitTerminal(move.command_id);
+      expect(['cancelled', 'failed']).toContain(final.state);
+      expect(final.position_mm!).toBeGreaterThan(20);
+      expect(final.position_mm!).toBeLessThan(150);
+      expect(rig.axis('x').stepping).toBe(false);
+      expect(Math.abs(final.position_mm! - rig.axis('x').pos)).toBeLessThanOrEqual(ax.tolerance_mm);
+    });
+
+    it('cancel_action on a running move stops its axis and reports the move cancelled', async () => {
+      e = await homed(engine);
+      const rig = e.running.rigs.get(DEV)!;
+      const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 120 }));
+      await until(() => rig.axis('x').pos > 10, 5000, 'moving');
+      const r = (await e.call('cancel_action', { command_id: move.command_id })).structuredContent as {
+        command: CommandStatus;
+        cancel_requested: boolean;
+      };
+      expect(r.cancel_requested).toBe(true);
+      expect(r.command).toMatchObject({ state: 'cancelled', error_code: 'CANCELLED', terminal: true });
+      expect(rig.axis('x').stepping).toBe(false);
+    });
   });
 
-  it('a dead encoder never ends completed', async () => {
-    e = await homed();
-    e.running.rigs.get(DEV)!.setFault('x', 'encoder_dead');
-    const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 20 });
-    expect(final.state).toBe('failed');
-    expect(final.verified).toBe(false);
-    expect(['NO_FEEDBACK', 'POSITION_ERROR']).toContain(final.error_code);
-  });
-});
+  describe('retries and reboots', () => {
+    it('a repeated request_id of a move does not move the slide twice', async () => {
+      e = await homed(engine);
+      const rig = e.running.rigs.get(DEV)!;
+      const a = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 30, request_id: 'move-30' });
+      expect(a.final.state).toBe('completed');
+      // Move elsewhere, then repeat the first request: replaying it must not drive back to 30 mm.
+      await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 10 });
+      const steps = rig.axis('x').steps;
+      const b = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 30, request_id: 'move-30' });
+      expect(b.first.command_id).toBe(a.first.command_id);
+      expect(rig.axis('x').steps).toBe(steps);
+      // And the device itself replays a duplicate frame without stepping.
+      e.running.core.devices.session(DEV)!.send({ t: 'cmd', rid: 'move-30', a: 'stepper.move', p: { axis: 'x', mm: 30 } });
+      await new Promise((r) => setTimeout(r, 400));
+      expect(rig.axis('x').steps).toBe(steps);
+      expect(Math.abs(rig.axis('x').pos - 10)).toBeLessThanOrEqual(ax.tolerance_mm);
+    });
 
-describe('refused before any step', () => {
-  it('a target outside travel is rejected with INVALID_ARGS and the step pin never runs', async () => {
-    e = await homed();
-    const rig = e.running.rigs.get(DEV)!;
-    const steps = rig.axis('x').steps;
-    let started = false;
-    rig.on('motion', (what: string) => (started = started || what === 'start'));
-    const r = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 250 }));
-    expect(r).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
-    expect(r.detail).toMatch(/0..200 mm/);
-    await new Promise((res) => setTimeout(res, 200));
-    expect(started).toBe(false);
-    expect(rig.axis('x').steps).toBe(steps);
-  });
-
-  it('a move before homing is rejected NOT_HOMED by the device', async () => {
-    e = await startE2E({ sims: [{ boardFile: STEPPER_BOARD }], device: DEV });
-    const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 10 });
-    expect(final).toMatchObject({ state: 'rejected', error_code: 'NOT_HOMED', executed: false });
-  });
-});
-
-describe('stop and cancel', () => {
-  it('stop_device during a move stops it; the move ends cancelled with the measured position', async () => {
-    e = await homed();
-    const rig = e.running.rigs.get(DEV)!;
-    const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 }));
-    await until(() => rig.axis('x').pos > 20, 5000, 'moving');
-    const stop = sc(await e.call('stop_device', { device_id: DEV }));
-    expect(stop).toMatchObject({ state: 'completed', evidence: 'encoder', verified: true });
-    const final = await e.waitTerminal(move.command_id);
-    expect(['cancelled', 'failed']).toContain(final.state);
-    expect(final.position_mm!).toBeGreaterThan(20);
-    expect(final.position_mm!).toBeLessThan(150);
-    expect(rig.axis('x').stepping).toBe(false);
-    expect(Math.abs(final.position_mm! - rig.axis('x').pos)).toBeLessThanOrEqual(ax.tolerance_mm);
+    rebootTest(engine)('a power loss mid-move ends DEVICE_REBOOTED and the host does not resend the move', async () => {
+      e = await homed(engine);
+      const rig = e.running.rigs.get(DEV)!;
+      const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 }));
+      await until(() => rig.axis('x').pos > 15, 5000, 'moving');
+      rig.powerLoss(200);
+      const final = await e.waitTerminal(move.command_id);
+      expect(final).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED' });
+      await e.waitOnline(DEV);
+      const pos = rig.axis('x').pos;
+      await new Promise((r) => setTimeout(r, 800));
+      expect(rig.axis('x').stepping).toBe(false);
+      expect(rig.axis('x').pos).toBe(pos);
+      // The agent must look before moving that axis again.
+      const again = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 }));
+      expect(again).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED' });
+    });
   });
 
-  it('cancel_action on a running move stops its axis and reports the move cancelled', async () => {
-    e = await homed();
-    const rig = e.running.rigs.get(DEV)!;
-    const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 120 }));
-    await until(() => rig.axis('x').pos > 10, 5000, 'moving');
-    const r = (await e.call('cancel_action', { command_id: move.command_id })).structuredContent as {
-      command: CommandStatus;
-      cancel_requested: boolean;
-    };
-    expect(r.cancel_requested).toBe(true);
-    expect(r.command).toMatchObject({ state: 'cancelled', error_code: 'CANCELLED', terminal: true });
-    expect(rig.axis('x').stepping).toBe(false);
-  });
-});
-
-describe('retries and reboots', () => {
-  it('a repeated request_id of a move does not move the slide twice', async () => {
-    e = await homed();
-    const rig = e.running.rigs.get(DEV)!;
-    const a = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 30, request_id: 'move-30' });
-    expect(a.final.state).toBe('completed');
-    // Move elsewhere, then repeat the first request: replaying it must not drive back to 30 mm.
-    await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 10 });
-    const steps = rig.axis('x').steps;
-    const b = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 30, request_id: 'move-30' });
-    expect(b.first.command_id).toBe(a.first.command_id);
-    expect(rig.axis('x').steps).toBe(steps);
-    // And the device itself replays a duplicate frame without stepping.
-    e.running.core.devices.session(DEV)!.send({ t: 'cmd', rid: 'move-30', a: 'stepper.move', p: { axis: 'x', mm: 30 } });
-    await new Promise((r) => setTimeout(r, 400));
-    expect(rig.axis('x').steps).toBe(steps);
-    expect(Math.abs(rig.axis('x').pos - 10)).toBeLessThanOrEqual(ax.tolerance_mm);
-  });
-
-  it('a power loss mid-move ends DEVICE_REBOOTED and the host does not resend the move', async () => {
-    e = await homed();
-    const rig = e.running.rigs.get(DEV)!;
-    const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 }));
-    await until(() => rig.axis('x').pos > 15, 5000, 'moving');
-    rig.powerLoss(200);
-    const final = await e.waitTerminal(move.command_id);
-    expect(final).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED' });
-    await e.waitOnline(DEV);
-    const pos = rig.axis('x').pos;
-    await new Promise((r) => setTimeout(r, 800));
-    expect(rig.axis('x').stepping).toBe(false);
-    expect(rig.axis('x').pos).toBe(pos);
-    // The agent must look before moving that axis again.
-    const again = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 }));
-    expect(again).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED' });
-  });
-});
-
-describe('progress', () => {
-  it('get_action_status forwards device progress as MCP progress notifications and reports the position while running', async () => {
-    e = await homed();
-    const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 90 }));
-    const notes: { progress: number; total?: number; message?: string }[] = [];
-    const seenRunning: CommandStatus[] = [];
-    for (;;) {
-      const r = await e.client.callTool(
-        { name: 'get_action_status', arguments: { command_id: move.command_id, wait_ms: 500 } },
-        undefined,
-        { onprogress: (p) => notes.push(p) },
-      );
-      const s = sc(r as CallToolResult);
-      if (!s.terminal) seenRunning.push(s);
-      if (s.terminal) break;
-    }
-    expect(notes.length).toBeGreaterThan(1);
-    for (let i = 1; i < notes.length; i++) expect(notes[i].progress).toBeGreaterThan(notes[i - 1].progress);
-    expect(notes.some((n) => /mm/.test(n.message ?? ''))).toBe(true);
-    const mid = seenRunning.filter((s) => s.position_mm !== null);
-    expect(mid.length).toBeGreaterThan(0);
-    expect(mid.every((s) => s.estimated_remaining_seconds !== null)).toBe(true);
+  describe('progress', () => {
+    it('get_action_status forwards device progress as MCP progress notifications and reports the position while running', async () => {
+      e = await homed(engine);
+      const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 90 }));
+      const notes: { progress: number; total?: number; message?: string }[] = [];
+      const seenRunning: CommandStatus[] = [];
+      for (;;) {
+        const r = await e.client.callTool(
+          { name: 'get_action_status', arguments: { command_id: move.command_id, wait_ms: 500 } },
+          undefined,
+          { onprogress: (p) => notes.push(p) },
+        );
+        const s = sc(r as CallToolResult);
+        if (!s.terminal) seenRunning.push(s);
+        if (s.terminal) break;
+      }
+      expect(notes.length).toBeGreaterThan(1);
+      for (let i = 1; i < notes.length; i++) expect(notes[i].progress).toBeGreaterThan(notes[i - 1].progress);
+      expect(notes.some((n) => /mm/.test(n.message ?? ''))).toBe(true);
+      const mid = seenRunning.filter((s) => s.position_mm !== null);
+      expect(mid.length).toBeGreaterThan(0);
+      expect(mid.every((s) => s.estimated_remaining_seconds !== null)).toBe(true);
+    });
   });
 });

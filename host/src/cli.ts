@@ -79,6 +79,11 @@ export function buildCli(): Command {
       new Option('--xiaozhi <url>', "also serve the tools to xiaozhi: dial out to its MCP endpoint (ws(s)://…?token=…); prefer the environment variable, which keeps the token out of ps")
         .env('XIAOZHI_MCP_ENDPOINT'),
     )
+    .addOption(
+      new Option('--engine <engine>', 'where simulated rigs run the firmware: vm, or espruino (the real interpreter named by PROOFRIG_ESPRUINO)')
+        .choices(['vm', 'espruino'])
+        .default('vm'),
+    )
     .option('--db <path>', 'journal database file', '.proofrig/journal.db')
     .addOption(new Option('--heartbeat-ms <ms>', 'heartbeat period asked of devices').default(2000).argParser(intOption('--heartbeat-ms', 50, 600000)))
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error', 'silent']).default('info'))
@@ -101,6 +106,7 @@ export function buildCli(): Command {
         heartbeatMs: o.heartbeatMs,
         consolePort: o.consolePort,
         xiaozhi: o.xiaozhi,
+        engine: o.engine,
       });
       const mcpUrl = `${running.url}/mcp`;
       const banner = [

@@ -13,7 +13,8 @@ import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { FIRMWARE_FILE } from './paths.js';
 import { ephemeralTokens, loadOrCreateTokens, prepareStateDir, stateDir, type TokenSet } from './state-dir.js';
 import { loadBoard } from './board-command.js';
-import { parseFault, resolveFault, SimRig } from '@proofrig/sim';
+// Only --sim needs the simulator: it is loaded with import() then, never for a plain `serve`.
+import type { Engine, SimRig } from '@proofrig/sim';
 
 export interface SimSpec {
   boardFile: string;
@@ -53,6 +54,8 @@ export interface ServeOptions {
   xiaozhi?: string;
   /** Back-off of the xiaozhi bridge (tests shorten it). */
   xiaozhiBackoff?: { minMs: number; maxMs: number; healthyMs: number };
+  /** Where the simulated rigs' firmware runs: 'vm' (default) or 'espruino' (PROOFRIG_ESPRUINO). */
+  engine?: Engine;
 }
 
 export interface Running {
@@ -84,7 +87,12 @@ export async function serve(o: ServeOptions): Promise<Running> {
   const ids = sims.map((s) => s.id);
   const dup = ids.find((id, i) => ids.indexOf(id) !== i);
   if (dup) throw new Error(`two simulated rigs would share the device id "${dup}"; give one another id with --sim FILE=ID`);
+  const simLib = sims.length > 0 || (o.faults ?? []).length > 0 ? await import('@proofrig/sim') : undefined;
+  const engine = o.engine ?? 'vm';
+  if (engine !== 'vm' && engine !== 'espruino') throw new Error(`--engine must be vm or espruino, got "${String(engine)}"`);
+  if (simLib && engine === 'espruino') simLib.espruinoBinary(); // a clear error before anything starts
   const faults = (o.faults ?? []).map((f) => {
+    const { parseFault, resolveFault } = simLib!;
     const p = parseFault(f);
     const sim = sims.find((s) => s.id === p.device);
     if (!sim) throw new Error(`--fault ${f}: no simulated rig has device id "${p.device}" (rigs: ${ids.join(', ') || 'none'})`);
@@ -144,7 +152,8 @@ export async function serve(o: ServeOptions): Promise<Running> {
     for (const s of sims) {
       const secret = newSecret();
       core.provision(s.id, secret, s.board);
-      const rig = new SimRig({
+      const rig = new simLib!.SimRig({
+        engine,
         firmwarePath: firmware,
         config: { dev: s.id, secret, host: `ws://127.0.0.1:${http.port}${DEVICE_PATH}`, board: s.board },
         clock: o.clock,

@@ -8,8 +8,9 @@ import { BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, type BoardDef, type Rig
 import { newSecret } from './core/ids.js';
 import { Journal } from './core/journal.js';
 import { FIRMWARE_FILE } from './paths.js';
+import net from 'node:net';
 import { loadBoard } from './board-command.js';
-import { SimRig } from '@proofrig/sim';
+import type { Engine, SimRig } from '@proofrig/sim';
 
 interface Out {
   write(text: string): unknown;
@@ -24,6 +25,7 @@ export interface SimCommandOptions {
   db?: string;
   seed?: number;
   quiet?: boolean;
+  engine?: Engine;
 }
 
 export interface SimCommandDeps {
@@ -50,6 +52,11 @@ export function registerSimCommand(program: Command, deps: SimCommandDeps = {}):
     .option('--db <path>', 'without --blank: register the stored config\'s device and secret in this journal')
     .addOption(new Option('--seed <n>', 'seed of the rig physics').argParser(intArg('--seed', 0, 0xffffffff)))
     .option('--quiet', 'do not print the chip\'s console output', false)
+    .addOption(
+      new Option('--engine <engine>', 'where the firmware runs: vm, or espruino (the real interpreter named by PROOFRIG_ESPRUINO, its own telnet console)')
+        .choices(['vm', 'espruino'])
+        .default('vm'),
+    )
     .action(async (o: SimCommandOptions) => {
       const code = await runSimCommand(o, deps);
       (deps.setExitCode ?? ((c: number) => void (process.exitCode = c)))(code);
@@ -88,7 +95,17 @@ export async function runSimCommand(o: SimCommandOptions, deps: SimCommandDeps =
   const deviceId = o.deviceId ?? board.id;
   if (!isId(deviceId)) return fail('BAD_OPTION', `--device-id ${JSON.stringify(deviceId)}: must be 1-64 characters of A-Z a-z 0-9 _ . : -`, 2);
 
-  const rig = new SimRig({ seed: o.seed, console: o.quiet ? undefined : (line) => stdout.write(`[esp32] ${line}\n`) });
+  const { SimRig, espruinoBinary } = await import('@proofrig/sim');
+  const print = o.quiet ? undefined : (line: string) => stdout.write(`[esp32] ${line}\n`);
+  if (o.engine === 'espruino') {
+    try {
+      espruinoBinary();
+    } catch (e) {
+      return fail('NO_ESPRUINO', (e as Error).message, 2);
+    }
+    return runOnEspruino(o, board, deviceId, print, deps, SimRig);
+  }
+  const rig = new SimRig({ seed: o.seed, console: print });
   if (!o.blank) {
     if (!existsSync(FIRMWARE_FILE)) return fail('NO_FIRMWARE', `${FIRMWARE_FILE} is missing; build it with: npm run build (or use --blank)`, 1);
     const secret = newSecret();
@@ -125,4 +142,56 @@ export async function runSimCommand(o: SimCommandOptions, deps: SimCommandDeps =
   await (deps.until ?? waitForSignal)(rig, port);
   rig.shutdown();
   return 0;
+}
+
+/** `proofrig sim --engine espruino`: the real interpreter serves its own console with --telnet. */
+async function runOnEspruino(
+  o: SimCommandOptions,
+  board: BoardDef,
+  deviceId: string,
+  print: ((line: string) => void) | undefined,
+  deps: SimCommandDeps,
+  Rig: typeof SimRig,
+): Promise<number> {
+  const stdout = deps.stdout ?? process.stdout;
+  const port = o.consolePort ? o.consolePort : await freePort();
+  let config: RigConfig | undefined;
+  if (!o.blank) {
+    if (!existsSync(FIRMWARE_FILE)) {
+      (deps.stderr ?? process.stderr).write(`proofrig sim: NO_FIRMWARE: ${FIRMWARE_FILE} is missing; build it with: npm run build (or use --blank)\n`);
+      return 1;
+    }
+    config = { dev: deviceId, secret: newSecret(), host: o.host, board };
+    if (o.db) {
+      const j = new Journal(o.db);
+      try {
+        j.provision(deviceId, config.secret, board);
+      } finally {
+        j.close();
+      }
+    }
+  }
+  const rig = new Rig({ engine: 'espruino', telnetPort: port, seed: o.seed, console: print, config, firmwarePath: o.blank ? undefined : FIRMWARE_FILE });
+  rig.boot();
+  stdout.write(
+    [
+      `simulated ESP32 on the real Espruino interpreter (${o.blank ? 'blank: Espruino only, empty Storage' : `proofrig firmware, device ${deviceId}, dialling ${o.host}`}), rig ${board.id}`,
+      `  Espruino console: tcp://127.0.0.1:${port}`,
+      '  Ctrl-C stops it.',
+    ].join('\n') + '\n',
+  );
+  await (deps.until ?? waitForSignal)(rig, port);
+  rig.shutdown();
+  return 0;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
 }

@@ -1,5 +1,6 @@
 // @proofrig/sim: the simulated rig (the hardware every test and `--sim` run talks to).
-export { SimRig, DEFAULT_OFF_MS, REBOOT_MS, type SimRigOptions } from './rig.js';
+export { SimRig, DEFAULT_OFF_MS, REBOOT_MS, ENGINES, type Engine, type SimRigOptions } from './rig.js';
+export { EspruinoEngine, espruinoBinary } from './espruino-engine.js';
 export {
   parseFault,
   resolveFault,

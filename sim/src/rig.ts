@@ -13,6 +13,7 @@ import { SAVED_STATE_FILE, SimConsole, type SimConsoleOptions } from './console.
 import { createFirmwareContext } from './context.js';
 import { resolveFault, type AxisFault, type AxisFaultSpec, type RelayFault } from './faults.js';
 import { Gpio, isValidPin } from './gpio.js';
+import { EspruinoEngine, espruinoBinary, readFirmware } from './espruino-engine.js';
 import { DEFAULT_DROP_MS, SimLink, type DropDirection } from './link.js';
 import { defaultConnect, type ConnectFn } from './net.js';
 import { randomSeed, rngStreams, type Rng } from './prng.js';
@@ -36,7 +37,21 @@ export interface SimRigOptions {
   console?: (line: string) => void;
   /** Default net.connect; lets tests inject. */
   connect?: (opts: { host: string; port: number }) => import('node:net').Socket;
+  /**
+   * Where the firmware runs: 'vm' (default, a node:vm context per boot) or 'espruino' (a real
+   * Espruino interpreter process found through PROOFRIG_ESPRUINO, pins bound to this rig's model;
+   * needs the real clock).
+   */
+  engine?: Engine;
+  /** Espruino engine: the interpreter binary (default: PROOFRIG_ESPRUINO). */
+  espruino?: string;
+  /** Espruino engine: serve the interpreter's own console with --telnet on this loopback port. */
+  telnetPort?: number;
 }
+
+/** The two engines a rig's firmware can run on. */
+export type Engine = 'vm' | 'espruino';
+export const ENGINES: readonly Engine[] = ['vm', 'espruino'];
 
 /** Power-off time of powerLoss() when none is given. */
 export const DEFAULT_OFF_MS = 300;
@@ -68,6 +83,7 @@ export class SimRig extends EventEmitter {
   private consoleServer: SimConsole | undefined;
   private estopPressed = false;
   private estopPin: number | undefined;
+  private readonly esp: EspruinoEngine | undefined;
 
   constructor(opts: SimRigOptions) {
     super();
@@ -83,7 +99,33 @@ export class SimRig extends EventEmitter {
     this.storage = new SimStorage();
     this.link = new SimLink(this.clock, (state) => this.safeEmit('link', state));
     if (opts.config) this.storage.write(CONFIG_FILE, JSON.stringify(opts.config));
+    const engine = opts.engine ?? 'vm';
+    if (engine !== 'vm' && engine !== 'espruino') throw new Error(`SimRig: engine must be 'vm' or 'espruino', got ${String(engine)}`);
+    if (engine === 'espruino') {
+      if (this.clock !== realClock) throw new Error('SimRig: the Espruino engine runs in real time; it cannot use a virtual clock');
+      this.esp = new EspruinoEngine({
+        binary: opts.espruino ?? espruinoBinary(),
+        gpio: this.gpio,
+        clock: this.clock,
+        link: this.link,
+        telnetPort: opts.telnetPort,
+        print: (text) => this.printLines(text),
+        onWrite: (pin, level) => this.safeEmit('write', pin, level),
+        onPulse: (pin, value, times) => this.safeEmit('pulse', pin, value, times),
+        onPwm: (pin, duty, freq) => this.safeEmit('pwm', pin, duty, freq),
+      });
+    }
     this.loadBoard();
+  }
+
+  /** The engine the firmware runs on. */
+  get engine(): Engine {
+    return this.esp ? 'espruino' : 'vm';
+  }
+
+  /** The Espruino engine's process side (its folder, evaluate()), or undefined on the vm engine. */
+  get espruino(): EspruinoEngine | undefined {
+    return this.esp;
   }
 
   /** The board of the stored config (read again at every boot). */
@@ -93,6 +135,7 @@ export class SimRig extends EventEmitter {
 
   /** True while a boot of the firmware is running. */
   get running(): boolean {
+    if (this.esp) return this.esp.alive;
     return this.current !== undefined && this.current.live;
   }
 
@@ -104,6 +147,7 @@ export class SimRig extends EventEmitter {
    */
   boot(runBootCode = true): void {
     if (this.dead) throw new Error('SimRig: shut down; create a new rig');
+    if (this.esp) return this.bootEspruino();
     let source = '';
     const file = this.opts.firmwarePath;
     if (file !== undefined && runBootCode) {
@@ -150,6 +194,20 @@ export class SimRig extends EventEmitter {
     fw.realm.emit(fw.E, 'init'); // Espruino fires E.on('init') once the boot code has run
   }
 
+  /** Power on the Espruino engine: a new interpreter process that boots from its Storage. */
+  private bootEspruino(): void {
+    const esp = this.esp!;
+    this.cancelPendingBoot();
+    this.teardown();
+    this.loadBoard();
+    this.gpio.setPowered(true);
+    this.updateRelays();
+    const gen = ++this.bootCount;
+    const firmware = esp.starts === 0 ? readFirmware(this.opts.firmwarePath) : undefined;
+    esp.start(this.opts.config, firmware).catch((e: Error) => this.printLines(e.message));
+    this.safeEmit('boot', gen);
+  }
+
   /** Espruino's reset(): stop everything running; a fresh empty context; Storage is kept. */
   reset(): void {
     this.cancelPendingBoot();
@@ -173,6 +231,7 @@ export class SimRig extends EventEmitter {
    */
   async serveConsole(port = 0, options: SimConsoleOptions = {}): Promise<number> {
     if (this.dead) throw new Error('SimRig: shut down; create a new rig');
+    if (this.esp) throw new Error('SimRig: on the Espruino engine the interpreter serves its own console (option telnetPort)');
     if (this.consoleServer) throw new Error(`SimRig: the console is already served on port ${this.consoleServer.port}`);
     this.consoleServer = new SimConsole(this, options);
     return this.consoleServer.listen(port);
@@ -206,6 +265,7 @@ export class SimRig extends EventEmitter {
     this.relays.clear();
     for (const s of this.slides.values()) s.dispose();
     this.slides.clear();
+    this.esp?.dispose();
     this.link.dispose();
   }
 
@@ -326,6 +386,7 @@ export class SimRig extends EventEmitter {
   }
 
   private teardown(): void {
+    this.esp?.kill();
     const b = this.current;
     this.current = undefined;
     b?.kill();

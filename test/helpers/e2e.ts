@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { serve, type Running } from '../../host/src/serve.js';
 import type { CommandStatus } from '../../host/src/core/commands.js';
+import type { Engine } from '@proofrig/sim';
 
 export const RELAY_BOARD = new URL('../../boards/relay-rig-4ch.json', import.meta.url).pathname;
 export const RIG = 'relay-rig-4ch';
@@ -43,7 +44,7 @@ export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what
 }
 
 export async function startE2E(
-  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string } = {},
+  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Engine } = {},
 ): Promise<E2E> {
   const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
   const logs: Record<string, unknown>[] = [];
@@ -54,6 +55,8 @@ export async function startE2E(
     },
   });
   const logger = pino({ level: 'debug' }, sink);
+  // A real interpreter starts as a process (and installs its Storage on first boot): more time, not less rigour.
+  const slow = o.engine === 'espruino';
   const start = async () => {
     const running = await serve({
       db,
@@ -61,9 +64,12 @@ export async function startE2E(
       sims: o.sims ?? [{ boardFile: RELAY_BOARD }],
       faults: o.faults,
       logger,
-      heartbeatMs: 150,
+      // A real interpreter answers from its own event loop, which idles up to 50 ms between polls of
+      // its sockets (Linux build), on a machine shared by several runs: give it a slower heartbeat.
+      heartbeatMs: o.engine === 'espruino' ? 400 : 150,
       offlineGraceMs: 8000,
       seed: 7,
+      engine: o.engine,
     });
     const client = new Client({ name: 'e2e', version: '1' });
     await client.connect(mcpTransport(running));
@@ -81,7 +87,7 @@ export async function startE2E(
     db,
     logs,
     call: (tool, args = {}) => client.callTool({ name: tool, arguments: args }) as Promise<CallToolResult>,
-    async waitTerminal(commandId, ms = 15000) {
+    async waitTerminal(commandId, ms = slow ? 30000 : 15000) {
       const end = Date.now() + ms;
       for (;;) {
         const r = await e.call('get_action_status', { command_id: commandId, wait_ms: 2000 });
@@ -97,7 +103,7 @@ export async function startE2E(
       const first = r.structuredContent as unknown as CommandStatus;
       return { first, final: await e.waitTerminal(first.command_id) };
     },
-    async waitOnline(dev = o.device ?? RIG, ms = 8000) {
+    async waitOnline(dev = o.device ?? RIG, ms = slow ? 30000 : 8000) {
       await until(() => running.core.devices.view(dev)?.online === true && running.core.devices.view(dev)?.state !== null, ms, `${dev} online`);
     },
     async restart() {

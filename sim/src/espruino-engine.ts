@@ -1,0 +1,387 @@
+// The Espruino engine: the firmware runs in a real Espruino interpreter process (Linux build of the
+// same source as the ESP32 port) whose pin functions a `.boot0` shim binds to this rig's model in
+// Node (see espruino-shim.ts for the channel). Power loss is SIGKILL and a new process in the same
+// folder: Storage (`./espruino.flash`) survives, everything in RAM does not — a genuinely new boot.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RigConfig } from '@proofrig/protocol';
+import { BOOT_CODE_FILE, CONFIG_FILE } from '@proofrig/protocol';
+import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
+import { shimSource } from './espruino-shim.js';
+import type { Gpio, Level, PinMode } from './gpio.js';
+import type { SimLink } from './link.js';
+import { LinkProxy } from './link-proxy.js';
+
+/** Espruino's default analogWrite frequency (also the vm's). */
+const DEFAULT_PWM_HZ = 5000;
+
+/** The interpreter binary named by PROOFRIG_ESPRUINO, or an error that says how to get one. */
+export function espruinoBinary(env: NodeJS.ProcessEnv = process.env): string {
+  const bin = env.PROOFRIG_ESPRUINO;
+  if (!bin)
+    throw new Error(
+      'the Espruino engine needs the Espruino interpreter: build it with ../shared/espruino/build.sh and set PROOFRIG_ESPRUINO to the path it prints',
+    );
+  if (!existsSync(bin)) throw new Error(`PROOFRIG_ESPRUINO=${bin}: no such file (build it with ../shared/espruino/build.sh)`);
+  return bin;
+}
+
+export interface EspruinoEngineDeps {
+  binary: string;
+  gpio: Gpio;
+  clock: Clock;
+  link: SimLink;
+  /** Console output of the interpreter (may contain newlines). */
+  print: (text: string) => void;
+  onWrite: (pin: number, level: Level) => void;
+  onPulse: (pin: number, value: Level, times: number[]) => void;
+  onPwm: (pin: number, duty: number, freq: number) => void;
+  /** Folder of the interpreter (its Storage is ./espruino.flash there); default a fresh temp folder. */
+  dir?: string;
+  /** Serve the interpreter's own console over telnet on this loopback port (--telnet). */
+  telnetPort?: number;
+}
+
+interface Watch {
+  pin: number;
+  data: number;
+}
+
+export class EspruinoEngine {
+  readonly dir: string;
+  private child: ChildProcess | undefined;
+  private pinServer: net.Server | undefined;
+  private pinPort = 0;
+  private pinSock: net.Socket | undefined;
+  private out: string[] = [];
+  private outScheduled = false;
+  private watches = new Map<number, Watch>();
+  private timers = new Set<TimerHandle>();
+  private busyUntil = new Map<number, number>();
+  private stdoutBuf = '';
+  private proxy: LinkProxy | undefined;
+  private installed = false;
+  private evals: ((v: unknown) => void)[] = [];
+  private readonly unsubscribe: () => void;
+  private disposed = false;
+  /** Processes started (boots), for tests. */
+  starts = 0;
+
+  constructor(private readonly deps: EspruinoEngineDeps) {
+    this.dir = deps.dir ?? mkdtempSync(join(tmpdir(), 'proofrig-espruino-'));
+    this.unsubscribe = deps.gpio.onChange((pin, level, atMs) => this.changed(pin, level, atMs));
+  }
+
+  get alive(): boolean {
+    return this.child !== undefined;
+  }
+
+  /**
+   * Power on: on the first boot, write Storage (`.boot0` shim, the rig config with its host routed
+   * through the link proxy, the firmware as `.bootcde`), then start the interpreter, which boots from
+   * Storage as a chip does.
+   */
+  async start(config: RigConfig | undefined, firmware: string | undefined): Promise<void> {
+    if (this.disposed) return;
+    if (!this.installed) {
+      await this.install(config, firmware);
+      this.installed = true;
+    }
+    if (this.disposed) return;
+    const args = this.deps.telnetPort !== undefined ? ['--telnet'] : [];
+    const env = { ...process.env, ESPRUINO_TELNET_PORT: String(this.deps.telnetPort ?? 2323) };
+    const child = spawn(this.deps.binary, args, { cwd: this.dir, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.starts++;
+    this.child = child;
+    this.stdoutBuf = '';
+    child.stdout!.setEncoding('latin1');
+    child.stdout!.on('data', (d: string) => {
+      if (this.child === child) this.stdout(d);
+    });
+    child.stderr!.on('data', () => {}); // the Linux build's own warnings
+    child.on('error', (e) => this.deps.print(`sim: cannot start the Espruino interpreter ${this.deps.binary}: ${e.message}`));
+    child.on('exit', (code, signal) => {
+      if (this.child !== child) return;
+      this.child = undefined;
+      this.deps.print(`sim: the Espruino interpreter exited (${signal ?? code})`);
+    });
+  }
+
+  /** Power cut: SIGKILL (the interpreter ignores SIGTERM), every pending pulse and edge dropped. */
+  kill(): void {
+    const c = this.child;
+    this.child = undefined;
+    c?.kill('SIGKILL');
+    for (const t of this.timers) this.deps.clock.clearTimeout(t);
+    this.timers.clear();
+    this.busyUntil.clear();
+    this.watches.clear();
+    this.out = [];
+    this.pinSock?.destroy();
+    this.pinSock = undefined;
+    this.proxy?.resetAll();
+    for (const r of this.evals) r(undefined);
+    this.evals = [];
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.kill();
+    this.unsubscribe();
+    this.pinServer?.close();
+    this.proxy?.close();
+  }
+
+  /** Evaluate an expression inside the running interpreter (JSON result), e.g. `process.memory()`. */
+  evaluate(expr: string, ms = 3000): Promise<unknown> {
+    if (!this.pinSock || /\n/.test(expr)) return Promise.resolve(undefined);
+    return new Promise((res) => {
+      const t = setTimeout(() => {
+        const i = this.evals.indexOf(done);
+        if (i >= 0) this.evals.splice(i, 1);
+        res(undefined);
+      }, ms);
+      const done = (v: unknown): void => {
+        clearTimeout(t);
+        res(v);
+      };
+      this.evals.push(done);
+      this.pinSock!.write('!' + expr + '\n');
+    });
+  }
+
+  // ---- install -------------------------------------------------------------------------------------
+
+  private async install(config: RigConfig | undefined, firmware: string | undefined): Promise<void> {
+    const server = net.createServer((s) => this.pinConnected(s));
+    this.pinServer = server;
+    await new Promise<void>((res, rej) => {
+      server.once('error', rej);
+      server.listen(0, '127.0.0.1', () => res());
+    });
+    this.pinPort = (server.address() as net.AddressInfo).port;
+    let cfg = config;
+    const m = config ? /^ws:\/\/([^/:]+):(\d+)(\/.*)?$/.exec(config.host) : null;
+    if (config && m) {
+      this.proxy = new LinkProxy(this.deps.link, { host: m[1]!, port: Number(m[2]) });
+      const port = await this.proxy.listen();
+      cfg = { ...config, host: `ws://127.0.0.1:${port}${m[3] ?? ''}` };
+    }
+    const lines = [`var S=require('Storage');`, `S.write('.boot0',${JSON.stringify(shimSource(this.pinPort))});`];
+    if (cfg) lines.push(`S.writeJSON(${JSON.stringify(CONFIG_FILE)},${JSON.stringify(cfg)});`);
+    if (firmware !== undefined) lines.push(`S.write(${JSON.stringify(BOOT_CODE_FILE)},${JSON.stringify(firmware)});`);
+    lines.push(`print('installed');`);
+    const fifo = join(this.dir, 'pins.fifo');
+    if (!existsSync(fifo)) execFileSync('mkfifo', [fifo]);
+    const setup = join(this.dir, 'install.js');
+    writeFileSync(setup, lines.join('\n'));
+    // Single-file mode: runs the file without booting from Storage, then exits by itself.
+    const out = await new Promise<string>((res) => {
+      const c = spawn(this.deps.binary, [setup], { cwd: this.dir, stdio: ['pipe', 'pipe', 'pipe'] });
+      let text = '';
+      c.stdout!.on('data', (d) => (text += d));
+      const t = setTimeout(() => c.kill('SIGKILL'), 20000);
+      c.on('exit', () => {
+        clearTimeout(t);
+        res(text);
+      });
+      c.on('error', (e) => res(String(e)));
+    });
+    if (!/installed/.test(out)) throw new Error(`sim: installing the firmware into the interpreter's Storage failed: ${out.slice(-300)}`);
+  }
+
+  // ---- interpreter → rig (stdout) ------------------------------------------------------------------
+
+  private stdout(d: string): void {
+    this.stdoutBuf += d;
+    let i = this.stdoutBuf.indexOf('\n');
+    while (i >= 0) {
+      const line = this.stdoutBuf.slice(0, i).replace(/\r$/, '');
+      this.stdoutBuf = this.stdoutBuf.slice(i + 1);
+      const k = line.indexOf('\x01');
+      if (k < 0) this.deps.print(line);
+      else {
+        const before = line.slice(0, k).replace(/^>+/, '');
+        if (before) this.deps.print(before);
+        this.message(line.slice(k + 1));
+      }
+      i = this.stdoutBuf.indexOf('\n');
+    }
+  }
+
+  private message(m: string): void {
+    const kind = m.charAt(0);
+    const a = m.slice(1).split(' ');
+    const g = this.deps.gpio;
+    try {
+      switch (kind) {
+        case 'W': {
+          const p = Number(a[0]);
+          const v = (a[1] === '1' ? 1 : 0) as Level;
+          g.write(p, v);
+          this.deps.onWrite(p, v);
+          break;
+        }
+        case 'R':
+          this.answer(a[1]!, () => String(g.read(Number(a[0]))));
+          break;
+        case 'G':
+          this.answer(a[1]!, () => g.getMode(Number(a[0])) ?? '-');
+          break;
+        case 'M':
+          g.setMode(Number(a[0]), a[1] === 'auto' ? undefined : (a[1] as PinMode), a[2] === 'a');
+          break;
+        case 'A': {
+          const p = Number(a[0]);
+          const duty = Number(a[1]);
+          const freq = Number(a[2]) > 0 ? Number(a[2]) : DEFAULT_PWM_HZ;
+          g.analogWrite(p, duty, freq);
+          this.deps.onPwm(p, duty, freq);
+          break;
+        }
+        case 'P':
+          this.pulse(Number(a[0]), (a[1] === '1' ? 1 : 0) as Level, (a[2] ?? '').split(',').map(Number));
+          break;
+        case 'S':
+          g.forceWatchInput(Number(a[1]));
+          this.watches.set(Number(a[0]), { pin: Number(a[1]), data: Number(a[2]) });
+          break;
+        case 'C':
+          if (a[0] === '*') this.watches.clear();
+          else this.watches.delete(Number(a[0]));
+          break;
+        case 'V': {
+          let v: unknown;
+          try {
+            v = JSON.parse(m.slice(1));
+          } catch {
+            v = m.slice(1);
+          }
+          this.evals.shift()?.(v);
+          break;
+        }
+        default:
+          break; // 'B' (shim ran), 'H' (pin channel up)
+      }
+    } catch (e) {
+      this.deps.print(`sim: ${(e as Error).message}`);
+      if (kind === 'R' || kind === 'G') this.answer(a[1]!, () => '0');
+    }
+  }
+
+  /**
+   * Answer a synchronous read through the named pipe the shim is blocked on. Opened non-blocking: if
+   * the shim has not opened its end yet (ENXIO), try again shortly; never block Node.
+   */
+  private answer(q: string, value: () => string): void {
+    let v: string;
+    try {
+      v = value();
+    } catch (e) {
+      this.deps.print(`sim: ${(e as Error).message}`);
+      v = '0';
+    }
+    const child = this.child;
+    const fifo = join(this.dir, 'pins.fifo');
+    const end = Date.now() + 5000;
+    const attempt = (): void => {
+      if (this.child !== child || !child) return;
+      let fd: number;
+      try {
+        fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENXIO' && Date.now() < end) setTimeout(attempt, 0);
+        else this.deps.print(`sim: cannot answer a pin read: ${(e as Error).message}`);
+        return;
+      }
+      try {
+        writeSync(fd, `${q} ${v}`);
+      } finally {
+        closeSync(fd);
+      }
+    };
+    attempt();
+  }
+
+  /** digitalPulse as Espruino does it: levels from a timer, queued after the pin's previous pulse. */
+  private pulse(p: number, first: Level, times: number[]): void {
+    const g = this.deps.gpio;
+    const clock = this.deps.clock;
+    g.autoOutput(p);
+    let v = first;
+    let at = Math.max(clock.now(), this.busyUntil.get(p) ?? 0);
+    const later = (fn: () => void, ms: number): void => {
+      if (ms <= 0) return fn();
+      const h = clock.setTimeout(() => {
+        this.timers.delete(h);
+        fn();
+      }, ms);
+      this.timers.add(h);
+    };
+    for (const t of times) {
+      const level = v;
+      if (t >= 0) {
+        later(() => g.setOut(p, level), at - clock.now());
+        at += t;
+        later(() => g.setOut(p, (1 - level) as Level), at - clock.now());
+      }
+      v = (1 - v) as Level;
+    }
+    this.busyUntil.set(p, at);
+    this.deps.onPulse(p, first, times);
+  }
+
+  // ---- rig → interpreter (TCP) ---------------------------------------------------------------------
+
+  private pinConnected(s: net.Socket): void {
+    s.setNoDelay(true);
+    s.setEncoding('latin1');
+    s.on('error', () => {});
+    if (!this.child) {
+      s.destroy();
+      return;
+    }
+    this.pinSock?.destroy();
+    this.pinSock = s;
+    s.on('close', () => {
+      if (this.pinSock === s) this.pinSock = undefined;
+    });
+    this.flush();
+  }
+
+  private changed(pin: number, level: Level, atMs?: number): void {
+    if (!this.child || this.watches.size === 0) return;
+    const t = atMs ?? this.deps.clock.now();
+    for (const [id, w] of this.watches) {
+      if (w.pin !== pin) continue;
+      const d = w.data >= 0 ? String(this.deps.gpio.level(w.data)) : '-';
+      this.out.push(`${id} ${level} ${t} ${d}\n`);
+    }
+    if (!this.outScheduled && this.out.length > 0) {
+      this.outScheduled = true;
+      setImmediate(() => {
+        this.outScheduled = false;
+        this.flush();
+      });
+    }
+  }
+
+  private flush(): void {
+    if (!this.pinSock || this.out.length === 0) return;
+    this.pinSock.write(this.out.join(''));
+    this.out = [];
+  }
+}
+
+/** Read the firmware file for an install (the vm engine reads it at every boot instead). */
+export function readFirmware(path: string | undefined): string | undefined {
+  if (path === undefined) return undefined;
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new Error(`SimRig: cannot read the firmware file ${path}: ${(e as Error).message}`);
+  }
+}
