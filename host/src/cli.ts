@@ -6,6 +6,12 @@ import { parseSimSpec, serve } from './serve.js';
 import { registerFlashCommand } from './flash/command.js';
 import { registerUploadCommand } from './upload/index.js';
 import { registerSimCommand } from './sim-command.js';
+import { VERSION } from './version.js';
+import { CLIENTS, clientConfig, CONFIG_HOME, type ClientKind } from './config.js';
+import { registerDevicesCommand } from './devices-command.js';
+
+/** Longest a shutdown may take before the process exits anyway. */
+const SHUTDOWN_HARD_MS = 5000;
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
 
@@ -20,13 +26,18 @@ function intOption(name: string, min: number, max: number) {
 export function buildCli(): Command {
   const program = new Command('proofrig')
     .description('Drive relay/stepper rigs through ESP32 devices and report only what the hardware confirmed.')
+    .version(VERSION, '-V, --version', 'print the proofrig version')
     .showHelpAfterError();
 
   program
     .command('serve')
     .description('Run the host: device gateway (WebSocket at /device) and MCP server (Streamable HTTP at /mcp, or stdio).')
-    .option('--stdio', 'serve MCP on stdin/stdout (logs go to stderr); the HTTP listener still takes devices', false)
-    .addOption(new Option('--http <port>', 'port for MCP over HTTP and the device gateway').default(8787).argParser(intOption('--http', 0, 65535)))
+    .option('--stdio', 'serve MCP on stdin/stdout (logs go to stderr) and exit when stdin closes; the HTTP listener (any free port unless --http) still takes devices', false)
+    .addOption(
+      new Option('--http <port>', 'port for MCP over HTTP and the device gateway (default 8787; with --stdio any free port; real devices need a fixed one)').argParser(
+        intOption('--http', 0, 65535),
+      ),
+    )
     .option('--listen <addr>', 'address to listen on (0.0.0.0 for real devices on your LAN)', '127.0.0.1')
     .option('--allow-remote-mcp', 'answer MCP requests from other machines too (MCP has no authentication; devices always do)', false)
     .option('--sim <board[=id]>', 'start a simulated rig running the built firmware (repeatable)', collect, [])
@@ -41,9 +52,10 @@ export function buildCli(): Command {
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error', 'silent']).default('info'))
     .action(async (o) => {
       const logger = pino({ level: o.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
+      const port: number = o.http ?? (o.stdio ? 0 : 8787);
       const running = await serve({
         db: o.db,
-        port: o.http,
+        port,
         listenHost: o.listen,
         allowRemoteMcp: o.allowRemoteMcp,
         stdio: o.stdio,
@@ -61,8 +73,11 @@ export function buildCli(): Command {
         `  journal:               ${o.db}`,
         ...[...running.consoles].map(([id, port]) => `  ${id} Espruino console: tcp://127.0.0.1:${port}`),
         '',
-        'Connect an MCP client, e.g. in its config:',
-        JSON.stringify({ mcpServers: { proofrig: { type: 'http', url: mcpUrl } } }, null, 2),
+        `Connect an MCP client to this host (${CONFIG_HOME.claude}; for others: npx proofrig config cursor|vscode|inspector --http):`,
+        clientConfig({ client: 'claude', transport: 'http', url: mcpUrl }),
+        '',
+        `Or let the client start its own host over stdio (npx proofrig config claude --stdio):`,
+        clientConfig({ client: 'claude', transport: 'stdio' }),
         '',
         'Or drive the rig from another terminal:',
         `  npx proofrig call list_devices`,
@@ -70,12 +85,37 @@ export function buildCli(): Command {
         '',
       ].join('\n');
       (o.stdio ? process.stderr : process.stdout).write(banner + '\n');
-      const stop = async () => {
-        await running.close();
-        process.exit(0);
+      // Close sims, gateway and journal, then exit; a hung close cannot keep the process alive.
+      let stopping = false;
+      const stop = (why: string) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ evt: 'shutdown', reason: why }, 'shutting down');
+        setTimeout(() => process.exit(0), SHUTDOWN_HARD_MS).unref();
+        void running.close().finally(() => process.exit(0));
       };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => stop(sig));
+      // A stdio client that goes away closes our stdin: that is the end of this host (under npx too).
+      if (o.stdio) {
+        process.stdin.once('end', () => stop('stdin closed'));
+        process.stdin.once('close', () => stop('stdin closed'));
+      }
+    });
+
+  program
+    .command('config')
+    .description('Print a ready MCP client configuration with absolute paths (paste it into the client).')
+    .argument('[client]', `one of ${CLIENTS.join(', ')}`, 'claude')
+    .option('--stdio', 'the client starts its own host over stdio (default)')
+    .option('--http', 'the client connects to a running host (npm start) over HTTP')
+    .option('--url <url>', 'MCP URL of the running host for --http', process.env.PROOFRIG_URL ? new URL('/mcp', process.env.PROOFRIG_URL).href : 'http://127.0.0.1:8787/mcp')
+    .option('--sim <board>', 'board to simulate in the stdio host (repeatable; default boards/relay-rig-4ch.json)', collect, [])
+    .action((client: string, o) => {
+      if (!(CLIENTS as readonly string[]).includes(client)) throw new Error(`unknown client "${client}"; choose one of ${CLIENTS.join(', ')}`);
+      if (o.stdio && o.http) throw new Error('choose one of --stdio and --http');
+      const kind = client as ClientKind;
+      process.stderr.write(`${CONFIG_HOME[kind]}:\n`);
+      process.stdout.write(clientConfig({ client: kind, transport: o.http ? 'http' : 'stdio', url: o.url, sims: o.sim.length ? o.sim : undefined }) + '\n');
     });
 
   program
@@ -83,7 +123,7 @@ export function buildCli(): Command {
     .description('Call one MCP tool of a running proofrig and follow the command until it is terminal.')
     .argument('<tool>', 'tool name, e.g. relay_set, get_action_status, list_devices, get_device_status')
     .argument('[args...]', 'key=value arguments; values are JSON when they parse (1, true, "x")')
-    .option('--url <url>', 'proofrig server', 'http://127.0.0.1:8787')
+    .option('--url <url>', 'proofrig server (default: $PROOFRIG_URL, else http://127.0.0.1:8787)', process.env.PROOFRIG_URL || 'http://127.0.0.1:8787')
     .option('--json', 'print the final structured result as JSON only', false)
     .option('--no-follow', 'return right after the action tool answers')
     .action(async (tool: string, pairs: string[], o) => {
@@ -94,6 +134,7 @@ export function buildCli(): Command {
   registerFlashCommand(program);
   registerUploadCommand(program);
   registerSimCommand(program);
+  registerDevicesCommand(program);
 
   return program;
 }

@@ -9,7 +9,8 @@ import type { Clock } from '@proofrig/protocol/clock';
 import { HostCore } from './core/host.js';
 import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost } from './mcp/http.js';
-import { createMcpServer } from './mcp/tools.js';
+import { createMcpServer, type McpOptions } from './mcp/tools.js';
+import { lockJournal } from './journal-lock.js';
 import { FIRMWARE_FILE } from './paths.js';
 import { parseFault, resolveFault, SimRig } from '@proofrig/sim';
 
@@ -37,7 +38,14 @@ export interface ServeOptions {
   seed?: number;
   /** Serve each simulated rig's Espruino console on loopback TCP from this port on (rig i on port + i). */
   consolePort?: number;
+  /** Longest the tools wait for the simulated rigs to come online at start (default 10000). */
+  simBootWaitMs?: number;
+  /** The option that sets the port, for the message when it is taken (default "--http"). */
+  portFlag?: string;
 }
+
+/** Bounded wait for this run's simulated rigs to dial in before tools answer. */
+const SIM_BOOT_WAIT_MS = 10000;
 
 export interface Running {
   core: HostCore;
@@ -46,6 +54,9 @@ export interface Running {
   /** Console port of each simulated rig, when consolePort was given. */
   consoles: Map<string, number>;
   url: string;
+  /** Resolves once every simulated rig is online, or the bounded boot wait passed. */
+  ready: Promise<void>;
+  /** Stop everything (sims, stdio MCP, gateway, journal); safe to call more than once. */
   close(): Promise<void>;
 }
 
@@ -91,17 +102,50 @@ export async function serve(o: ServeOptions): Promise<Running> {
   const firmware = o.firmwareFile ?? FIRMWARE_FILE;
   if (sims.length > 0 && !existsSync(firmware)) throw new Error(`firmware file ${firmware} is missing; build it with: npm run build`);
   if (o.db !== ':memory:') mkdirSync(dirname(resolve(o.db)), { recursive: true });
+  const lock = o.db === ':memory:' ? undefined : lockJournal(o.db);
 
-  const core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs });
-  const http = await startHttpHost(core, o.port, o.listenHost ?? '127.0.0.1', o.allowRemoteMcp ?? false);
+  let core: HostCore;
+  let http: HttpHost;
+  const mcp: McpOptions = {};
+  try {
+    core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs });
+  } catch (e) {
+    lock?.release();
+    throw e;
+  }
+  try {
+    http = await startHttpHost(core, o.port, o.listenHost ?? '127.0.0.1', o.allowRemoteMcp ?? false, mcp);
+  } catch (e) {
+    core.close();
+    lock?.release();
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === 'EADDRINUSE')
+      throw new Error(
+        `port ${o.port} on ${o.listenHost ?? '127.0.0.1'} is already in use (another proofrig, e.g. npm start?); choose another with ${o.portFlag ?? '--http'} PORT, or ${o.portFlag ?? '--http'} 0 for any free port`,
+      );
+    throw e;
+  }
+  lock?.setPort(http.port);
   const url = `http://${o.listenHost ?? '127.0.0.1'}:${http.port}`;
+  // Simulated rigs of earlier runs that this run does not start are gone for good: forget them
+  // (unless commands of theirs are still open) so they do not pile up as offline devices.
+  for (const d of core.journal.devices())
+    if (d.simulated && !sims.some((s) => s.id === d.device_id)) {
+      const r = core.removeDevice(d.device_id);
+      if (r.ok) o.logger.info({ evt: 'sim_forgotten', device_id: d.device_id }, 'simulated rig of an earlier run removed');
+    }
 
   const rigs = new Map<string, SimRig>();
   const consoles = new Map<string, number>();
+  let stdio: StdioServerTransport | undefined;
+  const bootWait = o.simBootWaitMs ?? SIM_BOOT_WAIT_MS;
+  const ready = Promise.all(sims.map((s) => core.waitOnline(s.id, bootWait))).then(() => {});
+  mcp.ready = ready;
   try {
     for (const s of sims) {
       const secret = newSecret();
-      core.provision(s.id, secret, s.board);
+      core.provision(s.id, secret, s.board, true);
+      core.expect(s.id, bootWait);
       const rig = new SimRig({
         firmwarePath: firmware,
         config: { dev: s.id, secret, host: `ws://127.0.0.1:${http.port}${DEVICE_PATH}`, board: s.board },
@@ -119,20 +163,26 @@ export async function serve(o: ServeOptions): Promise<Running> {
     }
 
     if (o.stdio) {
-      const server = createMcpServer(core);
-      await server.connect(new StdioServerTransport());
+      const server = createMcpServer(core, mcp);
+      stdio = new StdioServerTransport();
+      await server.connect(stdio);
     }
   } catch (e) {
     for (const r of rigs.values()) r.shutdown();
     await http.close();
     core.close();
+    lock?.release();
     throw e;
   }
 
-  const close = async () => {
-    for (const r of rigs.values()) r.shutdown();
-    await http.close();
-    core.close();
-  };
-  return { core, http, rigs, consoles, url, close };
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      for (const r of rigs.values()) r.shutdown();
+      await stdio?.close().catch(() => {});
+      await http.close();
+      core.close();
+      lock?.release();
+    })());
+  return { core, http, rigs, consoles, url, ready, close };
 }

@@ -422,7 +422,10 @@ export class Commands extends EventEmitter {
   }
 
   private changed(c: CommandRecord): void {
-    this.emit('change:' + c.command_id, this.view(c));
+    const v = this.view(c);
+    this.emit('change:' + c.command_id, v);
+    // Every change, for the MCP journal resources and log notifications.
+    this.emit('change', v);
   }
 
   private lastSeenText(dev: string): string {

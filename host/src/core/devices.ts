@@ -87,10 +87,14 @@ export class Devices {
     return this.journal.device(dev)?.last_boot ?? null;
   }
 
+  /** Called after every new state observation (resources tell their subscribers). */
+  onObserve: ((dev: string) => void) | undefined;
+
   observe(dev: string, state: DeviceState): void {
     const l = this.entry(dev);
     l.state = state;
     l.stateAt = this.clock.now();
+    this.onObserve?.(dev);
   }
 
   markRefreshed(dev: string): void {

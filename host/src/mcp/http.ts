@@ -7,7 +7,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { HostCore } from '../core/host.js';
 import { WsGateway } from '../gateway/ws-gateway.js';
-import { createMcpServer } from './tools.js';
+import { createMcpServer, type McpOptions } from './tools.js';
 
 export const MCP_PATH = '/mcp';
 const MAX_BODY = 1024 * 1024;
@@ -45,7 +45,7 @@ function isLoopback(addr: string | undefined): boolean {
  * MCP has no authentication yet, so unless `allowRemoteMcp` it answers loopback clients only,
  * even when the listener is opened to the LAN for devices (which do authenticate).
  */
-export async function startHttpHost(core: HostCore, port: number, host = '127.0.0.1', allowRemoteMcp = false): Promise<HttpHost> {
+export async function startHttpHost(core: HostCore, port: number, host = '127.0.0.1', allowRemoteMcp = false, mcp: McpOptions = {}): Promise<HttpHost> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const gateway = new WsGateway((link) => core.attach(link));
 
@@ -74,7 +74,7 @@ export async function startHttpHost(core: HostCore, port: number, host = '127.0.
         transport.onclose = () => {
           if (transport.sessionId) sessions.delete(transport.sessionId);
         };
-        await createMcpServer(core).connect(transport);
+        await createMcpServer(core, mcp).connect(transport);
         await transport.handleRequest(req, res, body);
         return;
       }
