@@ -36,6 +36,7 @@ describe('tool list', () => {
       'cancel_action',
       'get_action_status',
       'get_device_status',
+      'list_commands',
       'list_devices',
       'relay_set',
       'stepper_home',

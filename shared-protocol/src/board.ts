@@ -105,12 +105,12 @@ export function findAxis(board: BoardDef, axis: string): StepperDef | undefined 
   return undefined;
 }
 
-/** A channel by number, label or name (case-insensitive); undefined when none matches. */
+/** A channel by label or name (case-insensitive; the number itself is not a name); undefined when none matches. */
 export function relayByName(board: BoardDef, key: string): RelayDef | undefined {
   const k = key.trim().toLowerCase();
   for (let i = 0; i < board.relays.length; i++) {
     const r = board.relays[i];
-    if ((r.label !== undefined && r.label.toLowerCase() === k) || r.name.toLowerCase() === k || String(r.ch) === k) return r;
+    if ((r.label !== undefined && r.label.toLowerCase() === k) || r.name.toLowerCase() === k) return r;
   }
   return undefined;
 }

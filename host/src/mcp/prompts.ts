@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
-import { axisByName, relayByName } from '@proofrig/protocol';
+import { axisByName, findRelay, relayByName } from '@proofrig/protocol';
 import type { HostCore } from '../core/host.js';
 
 const user = (text: string) => ({ messages: [{ role: 'user' as const, content: { type: 'text' as const, text } }] });
@@ -67,7 +67,7 @@ export function registerPrompts(server: McpServer, core: HostCore): void {
     },
     ({ device_id, channel, on }) => {
       const b = core.devices.board(device_id);
-      const r = b ? relayByName(b, channel) : undefined;
+      const r = b ? (/^\d+$/.test(channel.trim()) ? findRelay(b, Number(channel)) : relayByName(b, channel)) : undefined;
       const fb = r
         ? r.feedback.kind === 'aux_contact'
           ? `Channel ${r.ch}${r.label ? ` ("${r.label}")` : ''} has an auxiliary contact: a success is state "completed" with evidence "aux_contact".`

@@ -110,7 +110,13 @@ export const RelaySetInput = z.strictObject({
         .min(1, 'channel must be 1 or more')
         .max(64, 'channel must be 64 or less'),
       z.string({ error: 'channel must be an integer channel number such as 1, or a channel label such as "bench lamp"' }).min(1).max(40),
-    ])
+    ], {
+      // A number that breaks a rule gets that rule's message, anything else the general one.
+      error: (iss) =>
+        typeof iss.input === 'number'
+          ? ((iss as { errors?: { message: string }[][] }).errors?.[0]?.[0]?.message ?? 'channel must be a whole number 1..64')
+          : 'channel must be an integer channel number such as 1, or a channel label such as "bench lamp"',
+    })
     .describe('relay channel as printed on the module (1-based), or its label/name from list_devices ("bench lamp"); the device board decides which exist'),
   on: z.boolean({ error: 'on must be true or false (a JSON boolean)' }).describe('true = energise the relay, false = release it'),
   request_id: z
