@@ -154,7 +154,8 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
       title: 'Switch a relay',
       description:
         'Switches one relay channel on or off. Returning means the command was journaled and (state "accepted") the device acknowledged it — NOT that the relay switched: ' +
-        'executed is false until the device reports a result. Call get_action_status(command_id) for the outcome. ' +
+        'executed is false until the device reports a result. Call get_action_status(command_id) for the outcome, or pass wait_ms to get it in this call. ' +
+        'channel is the number or the label list_devices shows ("bench lamp"). ' +
         'An offline or unknown device, a channel the board does not have, or a busy channel comes back as state "rejected" with error_code, and nothing is sent or switched. ' +
         'Passing the same request_id again returns the same command and never switches twice. ' +
         OUTCOME,
@@ -175,7 +176,8 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
       title: 'Move an axis to an absolute position',
       description:
         'Moves a stepper axis to an ABSOLUTE position in mm (relative moves are not offered, so a retry can never add distance). Returning means the device ACCEPTED the move, not that it arrived: ' +
-        'call get_action_status(command_id) until terminal (it reports position_mm and estimated_remaining_seconds while running). ' +
+        'call get_action_status(command_id) until terminal (it reports position_mm and estimated_remaining_seconds while running), or pass wait_ms to get the outcome in this call; ' +
+        'clients with MCP tasks can run it as a task (task cancel = stop). axis is the id or the label list_devices shows. ' +
         'The axis must be homed since the device booted (else rejected NOT_HOMED); a target outside travel is rejected INVALID_ARGS before anything moves; a busy axis is rejected BUSY (not queued). ' +
         'The same request_id again returns the same command and never moves twice. ' +
         MOVE_OUTCOME +
@@ -199,7 +201,7 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
       title: 'Home an axis',
       description:
         'Drives the axis towards its home switch at the board home speed and sets 0 mm where the switch closes. Completed (evidence aux_contact) only when the home switch closed; ' +
-        'if the switch never closes within the travel it ends failed NO_FEEDBACK. Returns after the device accepted; call get_action_status for the outcome. ' +
+        'if the switch never closes within the travel it ends failed NO_FEEDBACK. Returns after the device accepted; call get_action_status for the outcome, or pass wait_ms, or run it as an MCP task. ' +
         OUTCOME,
       inputSchema: StepperHomeInput,
       outputSchema: CommandStatusSchema,
