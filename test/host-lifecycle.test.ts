@@ -62,6 +62,21 @@ describe('stdio lifecycle', () => {
     expect(existsSync(db + '.lock')).toBe(false);
   }, 40000);
 
+  it('SIGTERM to npx (the client kills what it launched) ends the host too, although npm does not pass the signal on', async () => {
+    const db = tmpDb();
+    // The client keeps its end of the pipe open: only the signal says goodbye.
+    const npx = spawn('npx', ['--no-install', 'proofrig', 'serve', '--stdio', '--db', db], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    let err = '';
+    npx.stderr.on('data', (d) => (err += d));
+    await until(() => err.includes('proofrig is running'), 20000, 'host up');
+    const host = JSON.parse(readFileSync(db + '.lock', 'utf8')).pid as number;
+    expect(host).not.toBe(npx.pid);
+    npx.kill('SIGTERM');
+    await until(() => !alive(host), 8000, 'host gone after npx got SIGTERM');
+    expect(existsSync(db + '.lock')).toBe(false);
+    npx.stdin.end();
+  }, 40000);
+
   it('SIGTERM ends a stdio host cleanly (lock released, exit 0)', async () => {
     const db = tmpDb();
     const p = spawn(process.execPath, [BIN, 'serve', '--stdio', '--db', db], { stdio: ['pipe', 'pipe', 'pipe'] });

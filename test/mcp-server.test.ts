@@ -28,6 +28,10 @@ const sc = (r: CallToolResult) => r.structuredContent as unknown as CommandStatu
 const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 
 let e: E2E;
+const readJson = async (uri: string) => {
+  const c = (await e.client.readResource({ uri })).contents[0];
+  return JSON.parse('text' in c ? c.text : '');
+};
 beforeAll(async () => {
   e = await startE2E({ sims: [{ boardFile: RELAY_BOARD }, { boardFile: STEPPER_BOARD }] });
   await e.waitOnline(SLIDE);
@@ -117,7 +121,7 @@ describe('resources', () => {
     const dev = JSON.parse((await e.client.readResource({ uri: `proofrig://devices/${RIG}` })).contents[0].text as string);
     expect(dev).toMatchObject({ device_id: RIG, online: true, outputs: { relays: expect.arrayContaining([{ ch: 2, name: 'K2', label: 'pump' }]) } });
     expect(dev.state.relays.length).toBe(4);
-    const board = JSON.parse((await e.client.readResource({ uri: 'proofrig://boards/stepper-rig' })).contents[0].text as string);
+    const board = await readJson('proofrig://boards/stepper-rig');
     expect(board.steppers[0]).toMatchObject({ axis: 'x', label: 'slide' });
   });
 
@@ -126,7 +130,7 @@ describe('resources', () => {
     const c = JSON.parse((await e.client.readResource({ uri: `proofrig://commands/${s.command_id}` })).contents[0].text as string);
     expect(c.command).toMatchObject({ command_id: s.command_id, state: 'completed' });
     expect(c.events.map((x: { state: string }) => x.state)).toEqual(expect.arrayContaining(['submitted', 'sent', 'accepted', 'completed']));
-    const recent = JSON.parse((await e.client.readResource({ uri: 'proofrig://commands/recent' })).contents[0].text as string);
+    const recent = await readJson('proofrig://commands/recent');
     expect(recent.commands[0].command_id).toBe(s.command_id);
     await expect(e.client.readResource({ uri: 'proofrig://commands/cmd_nope' })).rejects.toThrow(/no command "cmd_nope"/);
   });

@@ -12,6 +12,8 @@ import { registerDevicesCommand } from './devices-command.js';
 
 /** Longest a shutdown may take before the process exits anyway. */
 const SHUTDOWN_HARD_MS = 5000;
+/** How often a stdio host checks that the process that started it is still there. */
+const PARENT_CHECK_MS = 500;
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
 
@@ -99,6 +101,12 @@ export function buildCli(): Command {
       if (o.stdio) {
         process.stdin.once('end', () => stop('stdin closed'));
         process.stdin.once('close', () => stop('stdin closed'));
+        // Under npx a SIGTERM reaches npm, not us, and leaves us re-parented with the client's
+        // pipe possibly still open: a changed parent means whoever started us is gone.
+        const parent = process.ppid;
+        setInterval(() => {
+          if (process.ppid !== parent) stop('parent process exited');
+        }, PARENT_CHECK_MS).unref();
       }
     });
 
