@@ -118,7 +118,7 @@ describe('resources', () => {
     const { resources } = await e.client.listResources();
     const uris = resources.map((r) => r.uri);
     expect(uris).toEqual(expect.arrayContaining([`proofrig://devices/${RIG}`, `proofrig://devices/${SLIDE}`, 'proofrig://boards/relay-rig-4ch', 'proofrig://commands/recent']));
-    const dev = JSON.parse((await e.client.readResource({ uri: `proofrig://devices/${RIG}` })).contents[0].text as string);
+    const dev = await readJson(`proofrig://devices/${RIG}`);
     expect(dev).toMatchObject({ device_id: RIG, online: true, outputs: { relays: expect.arrayContaining([{ ch: 2, name: 'K2', label: 'pump' }]) } });
     expect(dev.state.relays.length).toBe(4);
     const board = await readJson('proofrig://boards/stepper-rig');
@@ -127,7 +127,7 @@ describe('resources', () => {
 
   it('one command with its full event history', async () => {
     const s = sc(await e.call('relay_set', { device_id: RIG, channel: 1, on: false, wait_ms: 5000 }));
-    const c = JSON.parse((await e.client.readResource({ uri: `proofrig://commands/${s.command_id}` })).contents[0].text as string);
+    const c = await readJson(`proofrig://commands/${s.command_id}`);
     expect(c.command).toMatchObject({ command_id: s.command_id, state: 'completed' });
     expect(c.events.map((x: { state: string }) => x.state)).toEqual(expect.arrayContaining(['submitted', 'sent', 'accepted', 'completed']));
     const recent = await readJson('proofrig://commands/recent');
