@@ -224,7 +224,7 @@ describe('tasks: stepper_move as an MCP task backed by the journal', () => {
     const got = await e.client.experimental.tasks.getTask(id);
     expect(['working', 'completed']).toContain(got.status);
     const res = (await e.client.experimental.tasks.getTaskResult(id, CallToolResultSchema, { timeout: 30000 })) as CallToolResult;
-    expect(sc(res)).toMatchObject({ command_id: id, state: 'completed', evidence: 'encoder' });
+    expect(sc(res), JSON.stringify(sc(res))).toMatchObject({ command_id: id, state: 'completed', evidence: 'encoder' });
     expect((await e.client.experimental.tasks.getTask(id)).status).toBe('completed');
     const listed = await e.client.experimental.tasks.listTasks();
     expect(listed.tasks.map((t) => t.taskId)).toContain(id);

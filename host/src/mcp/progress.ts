@@ -22,8 +22,7 @@ export function followProgress(core: HostCore, commandId: string, extra: Extra):
       .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, total: 100, message: `${s.state}${where}${left}` } })
       .catch(() => {});
   };
-  const now = core.status(commandId);
-  if (now) notify(now);
+  // Only changes are notified: a client that polls get_action_status sees one increasing series.
   core.commands.on('change:' + commandId, notify);
   return () => core.commands.off('change:' + commandId, notify);
 }
