@@ -89,7 +89,7 @@ describe('stdio lifecycle', () => {
     expect(existsSync(db + '.lock')).toBe(false);
   }, 20000);
 
-  it('two stdio clients and an HTTP host on 8787-style fixed port run side by side (stdio takes a free port)', async () => {
+  it('two stdio clients and an HTTP host run side by side (stdio hosts take a free port)', async () => {
     const http = await serve({ db: tmpDb(), port: 0, sims: [{ boardFile: RELAY_BOARD }], logger: pino({ level: 'silent' }), heartbeatMs: 200 });
     const a = await stdioClient(process.execPath, [BIN, 'serve', '--stdio', '--db', tmpDb(), '--sim', RELAY_BOARD]);
     const b = await stdioClient(process.execPath, [BIN, 'serve', '--stdio', '--db', tmpDb(), '--sim', RELAY_BOARD]);

@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import { call, parseToolArgs } from './call.js';
-import { parseSimSpec, serve } from './serve.js';
+import { parseSimSpec, serve, type Running } from './serve.js';
 import { registerFlashCommand } from './flash/command.js';
 import { registerUploadCommand } from './upload/index.js';
 import { registerSimCommand } from './sim-command.js';
@@ -55,7 +55,33 @@ export function buildCli(): Command {
     .action(async (o) => {
       const logger = pino({ level: o.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
       const port: number = o.http ?? (o.stdio ? 0 : 8787);
-      const running = await serve({
+      // Signals and a closed stdin end the host even while it is still starting: close
+      // whatever has started (sims, gateway, journal), then exit; a hung close cannot keep it alive.
+      let running: Running | undefined;
+      let stopping = false;
+      const stop = (why: string) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ evt: 'shutdown', reason: why }, 'shutting down');
+        setTimeout(() => process.exit(0), SHUTDOWN_HARD_MS).unref();
+        void started
+          .then((r) => r.close())
+          .catch(() => {})
+          .finally(() => process.exit(0));
+      };
+      for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => stop(sig));
+      // A stdio client that goes away closes our stdin: that is the end of this host (under npx too).
+      if (o.stdio) {
+        process.stdin.once('end', () => stop('stdin closed'));
+        process.stdin.once('close', () => stop('stdin closed'));
+        // Under npx a SIGTERM reaches npm, not us, and leaves us re-parented with the client's
+        // pipe possibly still open: a changed parent means whoever started us is gone.
+        const parent = process.ppid;
+        setInterval(() => {
+          if (process.ppid !== parent) stop('parent process exited');
+        }, PARENT_CHECK_MS).unref();
+      }
+      const started = serve({
         db: o.db,
         port,
         listenHost: o.listen,
@@ -67,6 +93,8 @@ export function buildCli(): Command {
         heartbeatMs: o.heartbeatMs,
         consolePort: o.consolePort,
       });
+      running = await started;
+      if (stopping) return;
       const mcpUrl = `${running.url}/mcp`;
       const banner = [
         `proofrig is running${running.rigs.size ? ` with simulated rig(s): ${[...running.rigs.keys()].join(', ')}` : ''}.`,
@@ -87,27 +115,6 @@ export function buildCli(): Command {
         '',
       ].join('\n');
       (o.stdio ? process.stderr : process.stdout).write(banner + '\n');
-      // Close sims, gateway and journal, then exit; a hung close cannot keep the process alive.
-      let stopping = false;
-      const stop = (why: string) => {
-        if (stopping) return;
-        stopping = true;
-        logger.info({ evt: 'shutdown', reason: why }, 'shutting down');
-        setTimeout(() => process.exit(0), SHUTDOWN_HARD_MS).unref();
-        void running.close().finally(() => process.exit(0));
-      };
-      for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => stop(sig));
-      // A stdio client that goes away closes our stdin: that is the end of this host (under npx too).
-      if (o.stdio) {
-        process.stdin.once('end', () => stop('stdin closed'));
-        process.stdin.once('close', () => stop('stdin closed'));
-        // Under npx a SIGTERM reaches npm, not us, and leaves us re-parented with the client's
-        // pipe possibly still open: a changed parent means whoever started us is gone.
-        const parent = process.ppid;
-        setInterval(() => {
-          if (process.ppid !== parent) stop('parent process exited');
-        }, PARENT_CHECK_MS).unref();
-      }
     });
 
   program

@@ -75,7 +75,6 @@ export class JournalTaskStore implements TaskStore {
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 /** A task tool handler whose task is the journaled command `start` submits. */
 export function taskToolHandler<A>(core: HostCore, start: (args: A, extra: CreateTaskRequestHandlerExtra) => Promise<CommandStatus>): ToolTaskHandler<any> {
   const h = {
@@ -86,6 +85,7 @@ export function taskToolHandler<A>(core: HostCore, start: (args: A, extra: Creat
     getTask: async (_args: A, extra: { taskId: string; taskStore: { getTask(id: string): Promise<Task> } }) => extra.taskStore.getTask(extra.taskId),
     getTaskResult: async (_args: A, extra: { taskId: string }) => commandResult(core.status(extra.taskId)!),
   };
+  // The SDK types the handler by its zod schema; the tool registration checks the arguments.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   return h as unknown as ToolTaskHandler<any>;
 }
