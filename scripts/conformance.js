@@ -7,7 +7,8 @@
 //   node scripts/conformance.js --check    exit 1 too when README.md's table differs from this run
 // A failing scenario counts as "not applicable" only when it needs one of the suite's own
 // fixtures (tools, prompts, resources named test_… / test://…) and this run verified proofrig
-// does not offer that name; "pending" names work that has not landed yet.
+// does not offer that name; "pending" names work that has not landed yet. The suite sends no
+// bearer token, so the host runs with --no-auth (MCP then answers this machine only).
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -59,7 +60,7 @@ function suiteNode() {
 }
 
 function startHost(dir) {
-  const child = spawn(process.execPath, [BIN, 'serve', '--http', '0', '--db', join(dir, 'journal.db'), '--sim', join(ROOT, 'boards/relay-rig-4ch.json'), '--log-level', 'warn'], {
+  const child = spawn(process.execPath, [BIN, 'serve', '--http', '0', '--db', join(dir, 'journal.db'), '--sim', join(ROOT, 'boards/relay-rig-4ch.json'), '--log-level', 'warn', '--no-auth'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return new Promise((resolve, reject) => {

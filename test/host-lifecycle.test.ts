@@ -130,7 +130,7 @@ describe('one host per journal, and a taken port names the flag', () => {
   });
 
   it('proofrig call takes its --url from PROOFRIG_URL', async () => {
-    const r = await run(['call', 'list_devices'], { PROOFRIG_URL: running.url });
+    const r = await run(['call', 'list_devices', '--db', db], { PROOFRIG_URL: running.url });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ devices: [] });
   });

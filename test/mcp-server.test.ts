@@ -255,6 +255,7 @@ describe('no start-up race', () => {
       logger: pino({ level: 'silent' }),
       heartbeatMs: 150,
       seed: 3,
+      auth: false,
     });
     try {
       expect(running.core.booting(RIG)).toBe(true);

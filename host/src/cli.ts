@@ -1,13 +1,14 @@
 // The `proofrig` command line.
 import { Command, Option } from 'commander';
 import pino from 'pino';
-import { call, parseToolArgs } from './call.js';
+import { call, findToken, parseToolArgs } from './call.js';
+import type { TokenSet } from './state-dir.js';
 import { parseSimSpec, serve, type Running } from './serve.js';
 import { registerFlashCommand } from './flash/command.js';
 import { registerUploadCommand } from './upload/index.js';
 import { registerSimCommand } from './sim-command.js';
 import { VERSION } from './version.js';
-import { CLIENTS, clientConfig, CONFIG_HOME, type ClientKind } from './config.js';
+import { CLIENTS, clientConfig as configText, CONFIG_HOME, type ClientKind } from './config.js';
 import { registerDevicesCommand } from './devices-command.js';
 
 /** Longest a shutdown may take before the process exits anyway. */
@@ -23,6 +24,31 @@ function intOption(name: string, min: number, max: number) {
     if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer ${min}..${max}, got "${v}"`);
     return n;
   };
+}
+
+/**
+ * The client config block of the banner. The token itself is printed only when it was just
+ * created (shown once); afterwards the banner says which file holds it.
+ */
+export function clientConfig(mcpUrl: string, tokens: TokenSet | null, mayShowToken = true): string[] {
+  if (!tokens) {
+    return [
+      'MCP runs WITHOUT authentication (--no-auth). Connect an MCP client, e.g. in its config:',
+      JSON.stringify({ mcpServers: { proofrig: { type: 'http', url: mcpUrl } } }, null, 2),
+      '',
+    ];
+  }
+  const shown = (tokens.created && mayShowToken) || !tokens.agentFile;
+  const bearer = shown ? `Bearer ${tokens.agent}` : `Bearer <the token in ${tokens.agentFile}>`;
+  return [
+    shown
+      ? `MCP needs a bearer token. New tokens were generated${tokens.agentFile ? ` (stored 0600 in ${tokens.agentFile} and ${tokens.operatorFile})` : ' for this run only'}; this is the only time they are printed.`
+      : `MCP needs the bearer token stored in ${tokens.agentFile} (operator: ${tokens.operatorFile}).`,
+    'Connect an MCP client, e.g. in its config:',
+    JSON.stringify({ mcpServers: { proofrig: { type: 'http', url: mcpUrl, headers: { Authorization: bearer } } } }, null, 2),
+    ...(shown && !tokens.agentFile ? [`Operator token (operator-only actions): ${tokens.operator}`] : []),
+    '',
+  ];
 }
 
 export function buildCli(): Command {
@@ -41,7 +67,12 @@ export function buildCli(): Command {
       ),
     )
     .option('--listen <addr>', 'address to listen on (0.0.0.0 for real devices on your LAN)', '127.0.0.1')
-    .option('--allow-remote-mcp', 'answer MCP requests from other machines too (MCP has no authentication; devices always do)', false)
+    .option('--allow-remote-mcp', 'answer MCP requests from other machines too (they need the token; it travels in clear over http)', false)
+    .option('--no-auth', 'serve MCP without the bearer token (only while MCP answers this machine only; a warning is logged)')
+    .option('--allowed-host <name>', 'also accept this Host header on /mcp (name or name:port; repeatable)', collect, [])
+    .option('--allowed-origin <origin>', 'also accept this browser Origin on /mcp, e.g. http://rig-pc.lan:8787 (repeatable)', collect, [])
+    .addOption(new Option('--session-idle-s <s>', 'close an MCP session unused this long').default(600).argParser(intOption('--session-idle-s', 5, 86400)))
+    .addOption(new Option('--max-sessions <n>', 'open MCP sessions at most').default(64).argParser(intOption('--max-sessions', 1, 10000)))
     .option('--sim <board[=id]>', 'start a simulated rig running the built firmware (repeatable)', collect, [])
     .option('--fault <dev:part:fault>', 'inject a fault into a simulated rig, e.g. relay-rig-4ch:relay2:coil_open (repeatable)', collect, [])
     .addOption(
@@ -86,6 +117,11 @@ export function buildCli(): Command {
         port,
         listenHost: o.listen,
         allowRemoteMcp: o.allowRemoteMcp,
+        auth: o.auth,
+        allowedHosts: o.allowedHost,
+        allowedOrigins: o.allowedOrigin,
+        sessionIdleMs: o.sessionIdleS * 1000,
+        maxSessions: o.maxSessions,
         stdio: o.stdio,
         sims: (o.sim as string[]).map(parseSimSpec),
         faults: o.fault,
@@ -103,11 +139,10 @@ export function buildCli(): Command {
         `  journal:               ${o.db}`,
         ...[...running.consoles].map(([id, port]) => `  ${id} Espruino console: tcp://127.0.0.1:${port}`),
         '',
-        `Connect an MCP client to this host (${CONFIG_HOME.claude}; for others: npx proofrig config cursor|vscode|inspector --http):`,
-        clientConfig({ client: 'claude', transport: 'http', url: mcpUrl }),
-        '',
-        `Or let the client start its own host over stdio (npx proofrig config claude --stdio):`,
-        clientConfig({ client: 'claude', transport: 'stdio' }),
+        // Under --stdio the banner goes to stderr, which desktop clients keep in log files: no token there.
+        ...clientConfig(mcpUrl, running.tokens, !o.stdio),
+        `Or let the client start its own host over stdio (${CONFIG_HOME.claude}; other clients: npx proofrig config cursor|vscode|inspector [--stdio|--http]):`,
+        configText({ client: 'claude', transport: 'stdio' }),
         '',
         'Or drive the rig from another terminal:',
         `  npx proofrig call list_devices`,
@@ -130,7 +165,7 @@ export function buildCli(): Command {
       if (o.stdio && o.http) throw new Error('choose one of --stdio and --http');
       const kind = client as ClientKind;
       process.stderr.write(`${CONFIG_HOME[kind]}:\n`);
-      process.stdout.write(clientConfig({ client: kind, transport: o.http ? 'http' : 'stdio', url: o.url, sims: o.sim.length ? o.sim : undefined }) + '\n');
+      process.stdout.write(configText({ client: kind, transport: o.http ? 'http' : 'stdio', url: o.url, sims: o.sim.length ? o.sim : undefined }) + '\n');
     });
 
   program
@@ -139,10 +174,14 @@ export function buildCli(): Command {
     .argument('<tool>', 'tool name, e.g. relay_set, get_action_status, list_devices, get_device_status')
     .argument('[args...]', 'key=value arguments; values are JSON when they parse (1, true, "x")')
     .option('--url <url>', 'proofrig server (default: $PROOFRIG_URL, else http://127.0.0.1:8787)', process.env.PROOFRIG_URL || 'http://127.0.0.1:8787')
+    .option('--db <path>', "the server's journal: its folder holds the MCP token this command sends", '.proofrig/journal.db')
+    .option('--token-file <file>', 'send the bearer token in this file instead (else PROOFRIG_TOKEN, else the one beside --db)')
+    .option('--operator', 'send the operator token (.proofrig/operator-token): allowed operator-only actions', false)
     .option('--json', 'print the final structured result as JSON only', false)
     .option('--no-follow', 'return right after the action tool answers')
     .action(async (tool: string, pairs: string[], o) => {
-      const code = await call(tool, parseToolArgs(pairs), { url: o.url, json: o.json, follow: o.follow, out: process.stdout });
+      const { token, source } = findToken({ db: o.db, operator: o.operator, tokenFile: o.tokenFile });
+      const code = await call(tool, parseToolArgs(pairs), { url: o.url, token, tokenSource: source, json: o.json, follow: o.follow, out: process.stdout });
       process.exitCode = code;
     });
 

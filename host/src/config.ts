@@ -3,12 +3,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { REPO_ROOT } from './paths.js';
+import { AGENT_TOKEN_FILE } from './state-dir.js';
 
 export const CLIENTS = ['claude', 'cursor', 'vscode', 'inspector'] as const;
 export type ClientKind = (typeof CLIENTS)[number];
 
 /** Where a bearer token for /mcp is kept when the host requires one; sent as an Authorization header when present. */
-export const TOKEN_FILE = resolve(REPO_ROOT, '.proofrig', 'token');
+export const TOKEN_FILE = resolve(REPO_ROOT, '.proofrig', AGENT_TOKEN_FILE);
 export const BIN = resolve(REPO_ROOT, 'host', 'bin', 'proofrig.js');
 export const DEFAULT_BOARD = resolve(REPO_ROOT, 'boards', 'relay-rig-4ch.json');
 
