@@ -115,19 +115,18 @@ export async function serve(o: ServeOptions): Promise<Running> {
   if (sims.length > 0 && !existsSync(firmware)) throw new Error(`firmware file ${firmware} is missing; build it with: npm run build`);
   const auth = o.auth ?? true;
   if (!auth && o.allowRemoteMcp) throw new Error('--no-auth is only allowed while MCP answers this machine only; drop --allow-remote-mcp or keep the token');
-  if (o.db !== ':memory:') mkdirSync(dirname(resolve(o.db)), { recursive: true });
-  const lock = o.db === ':memory:' ? undefined : lockJournal(o.db);
   let tokens: TokenSet | null = null;
+  if (o.db !== ':memory:') {
+    const dir = stateDir(o.db);
+    const warning = prepareStateDir(dir);
+    if (warning) o.logger.warn({ evt: 'state_dir_open' }, warning);
+    if (auth) tokens = loadOrCreateTokens(dir);
+  } else if (auth) tokens = ephemeralTokens();
+  const lock = o.db === ':memory:' ? undefined : lockJournal(o.db);
   let core: HostCore;
   let http: HttpHost;
   const mcp: McpOptions = {};
   try {
-    if (o.db !== ':memory:') {
-      const dir = stateDir(o.db);
-      const warning = prepareStateDir(dir);
-      if (warning) o.logger.warn({ evt: 'state_dir_open' }, warning);
-      if (auth) tokens = loadOrCreateTokens(dir);
-    } else if (auth) tokens = ephemeralTokens();
     core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs });
   } catch (e) {
     lock?.release();
