@@ -60,7 +60,7 @@ function suiteNode() {
 }
 
 function startHost(dir) {
-  const child = spawn(process.execPath, [BIN, 'serve', '--http', '0', '--db', join(dir, 'journal.db'), '--sim', join(ROOT, 'boards/relay-rig-4ch.json'), '--log-level', 'warn', '--no-auth'], {
+  const child = spawn(process.execPath, [BIN, 'serve', '--http', '0', '--db', join(dir, 'journal.db'), '--sim', join(ROOT, 'boards/relay-rig-4ch.json'), '--log-level', 'error', '--no-auth'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return new Promise((resolve, reject) => {
