@@ -18,6 +18,9 @@ describe('board definitions', () => {
     ['two uses of one pin', (b: any) => (b.relays[1].pin = b.relays[0].pin), /already used/],
     ['an internal pull on an input-only pin', (b: any) => (b.relays[0].feedback.pull = 'up'), /no internal pull resistor/],
     ['a settle time shorter than the relay', (b: any) => (b.relays[0].settle_ms = 3), /must cover the worst/],
+    ['one label on two channels', (b: any) => (b.relays[1].label = 'Bench Lamp'), /label "Bench Lamp" is used twice/],
+    ['a label that reads as a channel number', (b: any) => (b.relays[0].label = '3'), /must not be a bare number/],
+    ['an empty label', (b: any) => (b.relays[0].label = ' '), /relays\[0\]\.label: must be a name of 1-40 characters/],
   ])('refuses %s', (_what, mutate, msg) => {
     const b = load('relay-rig-4ch.json');
     mutate(b);
@@ -32,6 +35,7 @@ describe('board definitions', () => {
     ['a speed the driver cannot step', (b: any) => (b.steppers[0].driver.max_step_hz = 1000), /above driver.max_step_hz/],
     ['a tolerance finer than the encoder', (b: any) => (b.steppers[0].tolerance_mm = 0.01), /at least 2 encoder counts/],
     ['an empty travel', (b: any) => (b.steppers[0].travel = { min_mm: 5, max_mm: 5 }), /max_mm > min_mm/],
+    ['an axis label that is not text', (b: any) => (b.steppers[0].label = 7), /steppers\[0\]\.label: must be a name/],
   ])('refuses %s', (_what, mutate, msg) => {
     const b = load('stepper-rig.json');
     mutate(b);

@@ -80,7 +80,7 @@ describe('proofrig call follows a move with live progress', () => {
     const home = await run(['call', 'stepper_home', 'device_id=stepper-rig', 'axis=x', '--url', running.url, '--db', db]);
     expect(home.code).toBe(0);
     const r = await run(['call', 'stepper_move', 'device_id=stepper-rig', 'axis=x', 'target_mm=60', '--url', running.url, '--db', db]);
-    expect(r.code).toBe(0);
+    expect(r.code, r.stdout).toBe(0);
     expect(r.stdout).toMatch(/running .*pos=\d+(\.\d+)? mm {2}\d+% {2}~\d+\.\d s left/);
     expect(r.stdout.trim().split('\n').at(-2)).toMatch(/completed {2}evidence=encoder {2}verified=true {2}pos=(59\.[89]|60(\.[0-2])?)\d* mm/);
   });

@@ -83,24 +83,24 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(board.relays.map((x) => rig.writes(x.pin))).toEqual(writes);
     });
 
-    it('an offline device is rejected with DEVICE_OFFLINE at once and nothing reaches it when it returns', async () => {
+    it('an offline device is rejected with DEVICE_OFFLINE after at most the bounded reconnect wait, and nothing reaches it when it returns', async () => {
       e = await startE2E({ engine });
       const rig = e.running.rigs.get(RIG)!;
       const bootWrites = rig.writes(pinOf(1)); // what one boot does to the pin (drive it off)
-      rig.powerLoss(1500);
+      rig.powerLoss(8000); // longer than the 5 s an action waits for a device that just dropped
       await until(() => e!.running.core.devices.view(RIG)!.online === false, 3000, 'offline');
       const t0 = Date.now();
       const r = await e.call('relay_set', { device_id: RIG, channel: 1, on: true });
-      expect(Date.now() - t0).toBeLessThan(1000);
+      expect(Date.now() - t0).toBeLessThan(6500);
       expect(r.structuredContent).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE' });
       expect(String((r.structuredContent as { detail: string }).detail)).toMatch(/offline.*nothing was sent/);
       const before = rig.writes(pinOf(1));
-      await until(() => rig.bootCount === 2, 3000, 'reboot');
+      await until(() => rig.bootCount === 2, 10000, 'reboot');
       await e.waitOnline();
       await new Promise((res) => setTimeout(res, 300));
       expect(rig.writes(pinOf(1))).toBe(before + bootWrites); // only the boot-time "all off"
       expect(e.running.core.journal.open()).toHaveLength(0);
-    });
+    }, 40000);
 
     it('a channel the board lacks is rejected with INVALID_ARGS naming the valid channels', async () => {
       e = await startE2E({ engine });

@@ -37,6 +37,7 @@ describe('tool list', () => {
       'estop_clear',
       'get_action_status',
       'get_device_status',
+      'list_commands',
       'list_devices',
       'relay_set',
       'remove_device',

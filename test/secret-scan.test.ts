@@ -88,6 +88,11 @@ describe('no secret leaves its store', () => {
     }
     outputs['first serve banner'] = serve.out();
     outputs['first serve logs'] = serve.err();
+    // The second run starts no simulated rig and so forgets this one (sims of earlier runs do not
+    // pile up): take its secret now, to scan every output for it.
+    const j1 = new Database(db, { readonly: true });
+    const firstRun = j1.prepare('SELECT device_id, secret FROM devices').all() as { device_id: string; secret: string }[];
+    j1.close();
     // a restart: the banner now names the token file instead of printing the token
     serve = start(['serve', '--http', '0', '--db', db, '--log-level', 'debug']);
     await until(() => /MCP \(Streamable HTTP\)/.test(serve.out()), 15000, 'second banner');
@@ -98,6 +103,7 @@ describe('no secret leaves its store', () => {
 
     const j = new Database(db, { readonly: true });
     const secrets: Record<string, string> = { 'Wi-Fi password': WIFI_PASSWORD };
+    for (const d of firstRun) secrets[`secret of ${d.device_id}`] = d.secret;
     for (const d of j.prepare('SELECT device_id, secret FROM devices').all() as { device_id: string; secret: string }[]) secrets[`secret of ${d.device_id}`] = d.secret;
     outputs['journal commands and events'] = JSON.stringify([j.prepare('SELECT * FROM commands').all(), j.prepare('SELECT * FROM command_events').all()]);
     j.close();

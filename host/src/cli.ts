@@ -3,11 +3,19 @@ import { Command, Option } from 'commander';
 import pino from 'pino';
 import { call, findToken, parseToolArgs } from './call.js';
 import type { TokenSet } from './state-dir.js';
-import { parseSimSpec, serve } from './serve.js';
+import { parseSimSpec, serve, type Running } from './serve.js';
 import { registerFlashCommand } from './flash/command.js';
 import { registerUploadCommand } from './upload/index.js';
 import { registerSimCommand } from './sim-command.js';
 import { registerBoardCommand } from './board-command.js';
+import { VERSION } from './version.js';
+import { CLIENTS, clientConfig as configText, CONFIG_HOME, type ClientKind } from './config.js';
+import { registerDevicesCommand } from './devices-command.js';
+
+/** Longest a shutdown may take before the process exits anyway. */
+const SHUTDOWN_HARD_MS = 5000;
+/** How often a stdio host checks that the process that started it is still there. */
+const PARENT_CHECK_MS = 500;
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
 
@@ -54,13 +62,18 @@ export function clientConfig(mcpUrl: string, tokens: TokenSet | null, mayShowTok
 export function buildCli(): Command {
   const program = new Command('proofrig')
     .description('Drive relay/stepper rigs through ESP32 devices and report only what the hardware confirmed.')
+    .version(VERSION, '-V, --version', 'print the proofrig version')
     .showHelpAfterError();
 
   program
     .command('serve')
     .description('Run the host: device gateway (WebSocket at /device) and MCP server (Streamable HTTP at /mcp, or stdio).')
-    .option('--stdio', 'serve MCP on stdin/stdout (logs go to stderr); the HTTP listener still takes devices', false)
-    .addOption(new Option('--http <port>', 'port for MCP over HTTP and the device gateway').default(8787).argParser(intOption('--http', 0, 65535)))
+    .option('--stdio', 'serve MCP on stdin/stdout (logs go to stderr) and exit when stdin closes; the HTTP listener (any free port unless --http) still takes devices', false)
+    .addOption(
+      new Option('--http <port>', 'port for MCP over HTTP and the device gateway (default 8787; with --stdio any free port; real devices need a fixed one)').argParser(
+        intOption('--http', 0, 65535),
+      ),
+    )
     .option('--listen <addr>', 'address to listen on (0.0.0.0 for real devices on your LAN)', '127.0.0.1')
     .option('--allow-remote-mcp', 'answer MCP requests from other machines too (they need the token; it travels in clear over http)', false)
     .option('--no-auth', 'serve MCP without the bearer token (only while MCP answers this machine only; a warning is logged)')
@@ -89,9 +102,36 @@ export function buildCli(): Command {
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error', 'silent']).default('info'))
     .action(async (o) => {
       const logger = pino({ level: o.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
-      const running = await serve({
+      const port: number = o.http ?? (o.stdio ? 0 : 8787);
+      // Signals and a closed stdin end the host even while it is still starting: close
+      // whatever has started (sims, gateway, journal), then exit; a hung close cannot keep it alive.
+      let running: Running | undefined;
+      let stopping = false;
+      const stop = (why: string) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ evt: 'shutdown', reason: why }, 'shutting down');
+        setTimeout(() => process.exit(0), SHUTDOWN_HARD_MS).unref();
+        void started
+          .then((r) => r.close())
+          .catch(() => {})
+          .finally(() => process.exit(0));
+      };
+      for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => stop(sig));
+      // A stdio client that goes away closes our stdin: that is the end of this host (under npx too).
+      if (o.stdio) {
+        process.stdin.once('end', () => stop('stdin closed'));
+        process.stdin.once('close', () => stop('stdin closed'));
+        // Under npx a SIGTERM reaches npm, not us, and leaves us re-parented with the client's
+        // pipe possibly still open: a changed parent means whoever started us is gone.
+        const parent = process.ppid;
+        setInterval(() => {
+          if (process.ppid !== parent) stop('parent process exited');
+        }, PARENT_CHECK_MS).unref();
+      }
+      const started = serve({
         db: o.db,
-        port: o.http,
+        port,
         listenHost: o.listen,
         allowRemoteMcp: o.allowRemoteMcp,
         auth: o.auth,
@@ -108,6 +148,8 @@ export function buildCli(): Command {
         xiaozhi: o.xiaozhi,
         engine: o.engine,
       });
+      running = await started;
+      if (stopping) return;
       const mcpUrl = `${running.url}/mcp`;
       const banner = [
         `proofrig is running${running.rigs.size ? ` with simulated rig(s): ${[...running.rigs.keys()].join(', ')}` : ''}.`,
@@ -120,18 +162,31 @@ export function buildCli(): Command {
         '',
         // Under --stdio the banner goes to stderr, which desktop clients keep in log files: no token there.
         ...clientConfig(mcpUrl, running.tokens, !o.stdio),
+        `Or let the client start its own host over stdio (${CONFIG_HOME.claude}; other clients: npx proofrig config cursor|vscode|inspector [--stdio|--http]):`,
+        configText({ client: 'claude', transport: 'stdio' }),
+        '',
         'Or drive the rig from another terminal:',
         `  npx proofrig call list_devices`,
         `  npx proofrig call relay_set device_id=${[...running.rigs.keys()][0] ?? 'DEVICE'} channel=1 on=true`,
         '',
       ].join('\n');
       (o.stdio ? process.stderr : process.stdout).write(banner + '\n');
-      const stop = async () => {
-        await running.close();
-        process.exit(0);
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+    });
+
+  program
+    .command('config')
+    .description('Print a ready MCP client configuration with absolute paths (paste it into the client).')
+    .argument('[client]', `one of ${CLIENTS.join(', ')}`, 'claude')
+    .option('--stdio', 'the client starts its own host over stdio (default)')
+    .option('--http', 'the client connects to a running host (npm start) over HTTP')
+    .option('--url <url>', 'MCP URL of the running host for --http', process.env.PROOFRIG_URL ? new URL('/mcp', process.env.PROOFRIG_URL).href : 'http://127.0.0.1:8787/mcp')
+    .option('--sim <board>', 'board to simulate in the stdio host (repeatable; default boards/relay-rig-4ch.json)', collect, [])
+    .action((client: string, o) => {
+      if (!(CLIENTS as readonly string[]).includes(client)) throw new Error(`unknown client "${client}"; choose one of ${CLIENTS.join(', ')}`);
+      if (o.stdio && o.http) throw new Error('choose one of --stdio and --http');
+      const kind = client as ClientKind;
+      process.stderr.write(`${CONFIG_HOME[kind]}:\n`);
+      process.stdout.write(configText({ client: kind, transport: o.http ? 'http' : 'stdio', url: o.url, sims: o.sim.length ? o.sim : undefined }) + '\n');
     });
 
   program
@@ -139,7 +194,7 @@ export function buildCli(): Command {
     .description('Call one MCP tool of a running proofrig and follow the command until it is terminal.')
     .argument('<tool>', 'tool name, e.g. relay_set, get_action_status, list_devices, get_device_status')
     .argument('[args...]', 'key=value arguments; values are JSON when they parse (1, true, "x")')
-    .option('--url <url>', 'proofrig server', 'http://127.0.0.1:8787')
+    .option('--url <url>', 'proofrig server (default: $PROOFRIG_URL, else http://127.0.0.1:8787)', process.env.PROOFRIG_URL || 'http://127.0.0.1:8787')
     .option('--db <path>', "the server's journal: its folder holds the MCP token this command sends", '.proofrig/journal.db')
     .option('--token-file <file>', 'send the bearer token in this file instead (else PROOFRIG_TOKEN, else the one beside --db)')
     .option('--operator', 'act as the operator: send the operator token (.proofrig/operator-token) when the server has one, and confirm operator-only tools by typing the device id at this terminal', false)
@@ -155,6 +210,7 @@ export function buildCli(): Command {
   registerUploadCommand(program);
   registerSimCommand(program);
   registerBoardCommand(program);
+  registerDevicesCommand(program);
 
   return program;
 }

@@ -8,8 +8,9 @@ import type { Clock } from '@proofrig/protocol/clock';
 import { HostCore } from './core/host.js';
 import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost } from './mcp/http.js';
-import { createMcpServer } from './mcp/tools.js';
+import { createMcpServer, type McpOptions } from './mcp/tools.js';
 import { XiaozhiBridge } from './mcp/xiaozhi.js';
+import { lockJournal } from './journal-lock.js';
 import { FIRMWARE_FILE } from './paths.js';
 import { ephemeralTokens, loadOrCreateTokens, prepareStateDir, stateDir, type TokenSet } from './state-dir.js';
 import { loadBoard } from './board-command.js';
@@ -56,7 +57,14 @@ export interface ServeOptions {
   xiaozhiBackoff?: { minMs: number; maxMs: number; healthyMs: number };
   /** Where the simulated rigs' firmware runs: 'vm' (default) or 'espruino' (PROOFRIG_ESPRUINO). */
   engine?: Engine;
+  /** Longest the tools wait for the simulated rigs to come online at start (default 10000). */
+  simBootWaitMs?: number;
+  /** The option that sets the port, for the message when it is taken (default "--http"). */
+  portFlag?: string;
 }
+
+/** Bounded wait for this run's simulated rigs to dial in before tools answer. */
+const SIM_BOOT_WAIT_MS = 10000;
 
 export interface Running {
   core: HostCore;
@@ -69,6 +77,9 @@ export interface Running {
   url: string;
   /** The MCP bearer tokens (null with auth off). */
   tokens: TokenSet | null;
+  /** Resolves once every simulated rig is online, or the bounded boot wait passed. */
+  ready: Promise<void>;
+  /** Stop everything (sims, stdio MCP, gateway, journal); safe to call more than once. */
   close(): Promise<void>;
 }
 
@@ -107,7 +118,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
   const bridge = o.xiaozhi
     ? new XiaozhiBridge({
         url: o.xiaozhi,
-        createServer: () => createMcpServer(core),
+        createServer: () => createMcpServer(core, mcp),
         logger: o.logger,
         minBackoffMs: o.xiaozhiBackoff?.minMs,
         maxBackoffMs: o.xiaozhiBackoff?.maxMs,
@@ -125,9 +136,16 @@ export async function serve(o: ServeOptions): Promise<Running> {
     if (warning) o.logger.warn({ evt: 'state_dir_open' }, warning);
     if (auth) tokens = loadOrCreateTokens(dir);
   } else if (auth) tokens = ephemeralTokens();
-
-  const core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs });
+  const lock = o.db === ':memory:' ? undefined : lockJournal(o.db);
+  let core: HostCore;
   let http: HttpHost;
+  const mcp: McpOptions = {};
+  try {
+    core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs });
+  } catch (e) {
+    lock?.release();
+    throw e;
+  }
   try {
     http = await startHttpHost(core, o.port, {
       host: o.listenHost ?? '127.0.0.1',
@@ -139,19 +157,39 @@ export async function serve(o: ServeOptions): Promise<Running> {
       maxSessions: o.maxSessions,
       maxConnections: o.maxConnections,
       maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+      mcp,
     });
   } catch (e) {
     core.close();
+    lock?.release();
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === 'EADDRINUSE')
+      throw new Error(
+        `port ${o.port} on ${o.listenHost ?? '127.0.0.1'} is already in use (another proofrig, e.g. npm start?); choose another with ${o.portFlag ?? '--http'} PORT, or ${o.portFlag ?? '--http'} 0 for any free port`,
+      );
     throw e;
   }
+  lock?.setPort(http.port);
   const url = `http://${o.listenHost ?? '127.0.0.1'}:${http.port}`;
+  // Simulated rigs of earlier runs that this run does not start are gone for good: forget them
+  // (unless commands of theirs are still open) so they do not pile up as offline devices.
+  for (const d of core.journal.devices())
+    if (d.simulated && !sims.some((s) => s.id === d.device_id)) {
+      const r = core.removeDevice(d.device_id);
+      if (r.ok) o.logger.info({ evt: 'sim_forgotten', device_id: d.device_id }, 'simulated rig of an earlier run removed');
+    }
 
   const rigs = new Map<string, SimRig>();
   const consoles = new Map<string, number>();
+  let stdio: StdioServerTransport | undefined;
+  const bootWait = o.simBootWaitMs ?? SIM_BOOT_WAIT_MS;
+  const ready = Promise.all(sims.map((s) => core.waitOnline(s.id, bootWait))).then(() => {});
+  mcp.ready = ready;
   try {
     for (const s of sims) {
       const secret = newSecret();
-      core.provision(s.id, secret, s.board);
+      core.provision(s.id, secret, s.board, true);
+      core.expect(s.id, bootWait);
       const rig = new simLib!.SimRig({
         engine,
         firmwarePath: firmware,
@@ -170,8 +208,9 @@ export async function serve(o: ServeOptions): Promise<Running> {
     }
 
     if (o.stdio) {
-      const server = createMcpServer(core);
-      await server.connect(new StdioServerTransport());
+      const server = createMcpServer(core, mcp);
+      stdio = new StdioServerTransport();
+      await server.connect(stdio);
     }
     bridge?.start();
   } catch (e) {
@@ -179,14 +218,19 @@ export async function serve(o: ServeOptions): Promise<Running> {
     for (const r of rigs.values()) r.shutdown();
     await http.close();
     core.close();
+    lock?.release();
     throw e;
   }
 
-  const close = async () => {
-    await bridge?.close();
-    for (const r of rigs.values()) r.shutdown();
-    await http.close();
-    core.close();
-  };
-  return { core, http, rigs, consoles, url, tokens, xiaozhi: bridge, close };
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      await bridge?.close();
+      for (const r of rigs.values()) r.shutdown();
+      await stdio?.close().catch(() => {});
+      await http.close();
+      core.close();
+      lock?.release();
+    })());
+  return { core, http, rigs, consoles, url, tokens, ready, xiaozhi: bridge, close };
 }

@@ -57,6 +57,7 @@ export function checkBoard(raw: unknown): BoardCheck {
     used[String(pin)] = what;
   };
   const chans: number[] = [];
+  const relayLabels: string[] = [];
   if (Array.isArray(b.relays)) {
     b.relays.forEach((r: unknown, i: number) => {
       const at = `relays[${i}]`;
@@ -65,6 +66,7 @@ export function checkBoard(raw: unknown): BoardCheck {
       else if (chans.indexOf(r.ch) >= 0) errors.push(`${at}.ch: channel ${r.ch} is defined twice`);
       else chans.push(r.ch);
       if (typeof r.name !== 'string') errors.push(`${at}.name: must be a string`);
+      checkLabel(r.label, `${at}.label`, relayLabels, errors);
       if (!isInt(r.pin) || ESP32_GPIO.indexOf(r.pin) < 0) errors.push(`${at}.pin: GPIO${echo(r.pin)} is not a usable ESP32 GPIO`);
       else if (ESP32_INPUT_ONLY.indexOf(r.pin) >= 0) errors.push(`${at}.pin: GPIO${r.pin} is input-only and cannot drive a relay`);
       else claim(r.pin, `${at}.pin`);
@@ -93,7 +95,11 @@ export function checkBoard(raw: unknown): BoardCheck {
     if (!Array.isArray(b.steppers)) errors.push('steppers: must be an array');
     else {
       const axes: string[] = [];
-      b.steppers.forEach((st: unknown, i: number) => checkStepper(st, `steppers[${i}]`, axes, errors, claim));
+      const axisLabels: string[] = [];
+      b.steppers.forEach((st: unknown, i: number) => {
+        checkStepper(st, `steppers[${i}]`, axes, errors, claim);
+        if (isObj(st)) checkLabel(st.label, `steppers[${i}].label`, axisLabels, errors);
+      });
     }
   }
   if (b.estop !== undefined) checkInput(b.estop, 'estop', errors, claim);
@@ -101,6 +107,16 @@ export function checkBoard(raw: unknown): BoardCheck {
     errors.push('watchdog_s: must be a whole number of seconds 1..60 (the ESP32 rounds to seconds), or absent for 5');
   if (errors.length > 0) return { ok: false, errors, warnings };
   return { ok: true, board: b as unknown as BoardDef, warnings };
+}
+
+/** Optional label: 1-40 chars, not a bare number (that would read as a channel), unique on the board. */
+function checkLabel(label: unknown, at: string, seen: string[], errors: string[]): void {
+  if (label === undefined) return;
+  if (typeof label !== 'string' || label.trim().length === 0 || label.length > 40) return void errors.push(`${at}: must be a name of 1-40 characters, e.g. "bench lamp"`);
+  if (/^\d+$/.test(label.trim())) return void errors.push(`${at}: must not be a bare number ("${label}" would read as a channel number)`);
+  const k = label.trim().toLowerCase();
+  if (seen.indexOf(k) >= 0) return void errors.push(`${at}: label "${label}" is used twice on this board`);
+  seen.push(k);
 }
 
 function isPos(x: unknown): x is number {

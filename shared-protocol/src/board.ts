@@ -34,6 +34,8 @@ export interface RelayDef {
    */
   ch: number;
   name: string;
+  /** What the channel drives, in the words people use ("bench lamp"); tools accept it for the channel number. */
+  label?: string;
   /** GPIO driving the module input. */
   pin: Gpio;
   /** true when the module energises the coil on a LOW input (most opto-isolated modules). */
@@ -67,6 +69,8 @@ export interface SwitchDef {
 export interface StepperDef {
   axis: string;
   name: string;
+  /** What the axis moves, in the words people use ("slide"); tools accept it for the axis. */
+  label?: string;
   driver: {
     /** The driver chip, e.g. "DRV8825". */
     part: string;
@@ -148,5 +152,23 @@ export function findRelay(board: BoardDef, ch: number): RelayDef | undefined {
 export function findAxis(board: BoardDef, axis: string): StepperDef | undefined {
   const s = board.steppers || [];
   for (let i = 0; i < s.length; i++) if (s[i].axis === axis) return s[i];
+  return undefined;
+}
+
+/** A channel by label or name (case-insensitive; the number itself is not a name); undefined when none matches. */
+export function relayByName(board: BoardDef, key: string): RelayDef | undefined {
+  const k = key.trim().toLowerCase();
+  for (let i = 0; i < board.relays.length; i++) {
+    const r = board.relays[i];
+    if ((r.label !== undefined && r.label.toLowerCase() === k) || r.name.toLowerCase() === k) return r;
+  }
+  return undefined;
+}
+
+/** An axis by id, label or name (case-insensitive); undefined when none matches. */
+export function axisByName(board: BoardDef, key: string): StepperDef | undefined {
+  const k = key.trim().toLowerCase();
+  const s = board.steppers || [];
+  for (let i = 0; i < s.length; i++) if (s[i].axis === k || (s[i].label !== undefined && s[i].label!.toLowerCase() === k) || s[i].name.toLowerCase() === k) return s[i];
   return undefined;
 }

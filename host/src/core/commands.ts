@@ -150,7 +150,7 @@ export class Commands extends EventEmitter {
 
   /** The newest commands of every device, newest first, as statuses. */
   recent(limit: number): CommandStatus[] {
-    return this.journal.recent(limit).map((c) => this.view(c));
+    return this.journal.recent({ limit }).map((c) => this.view(c));
   }
 
   status(commandId: string): CommandStatus | undefined {
@@ -429,6 +429,7 @@ export class Commands extends EventEmitter {
   private changed(c: CommandRecord): void {
     const v = this.view(c);
     this.emit('change:' + c.command_id, v);
+    // Every change, for the MCP journal resources and log notifications.
     this.emit('change', v);
   }
 

@@ -101,11 +101,15 @@ export class Devices extends EventEmitter {
     return this.journal.device(dev)?.last_boot ?? null;
   }
 
+  /** Called after every new state observation (resources tell their subscribers). */
+  onObserve: ((dev: string) => void) | undefined;
+
   observe(dev: string, state: DeviceState): void {
     const l = this.entry(dev);
     l.state = state;
     l.stateAt = this.clock.now();
     this.emit('change', dev);
+    this.onObserve?.(dev);
   }
 
   markRefreshed(dev: string): void {

@@ -1,5 +1,6 @@
 // The host core: journal, device registry and command service behind one object. It talks
 // to devices only through Links and reads time only through its Clock.
+import { EventEmitter } from 'node:events';
 import pino, { type Logger } from 'pino';
 import { DEFAULT_HEARTBEAT_MS, type BoardDef, type EventFrame, type ToHostFrame } from '@proofrig/protocol';
 import { realClock, type Clock } from '@proofrig/protocol/clock';
@@ -21,7 +22,20 @@ export interface HostOptions {
   queryWaitMs?: number;
 }
 
+/** How long a device that just dropped counts as reconnecting (booting) rather than offline. */
+export const RECONNECT_WINDOW_MS = 5000;
+
+export interface DeviceEvent {
+  device_id: string;
+  online: boolean;
+  reason: string | null;
+}
+
 export class HostCore implements SessionHandler {
+  /** 'device' (DeviceEvent) when a device goes online/offline, 'state' (device id) on each state observation. */
+  readonly events = new EventEmitter();
+  /** Devices expected online soon (a simulated rig booting, a device reconnecting): id → until (clock ms). */
+  private expected = new Map<string, number>();
   readonly journal: Journal;
   readonly devices: Devices;
   readonly commands: Commands;
@@ -30,6 +44,7 @@ export class HostCore implements SessionHandler {
   private readonly heartbeatMs: number;
   private readonly handshakeMs: number;
   private sessions = new Set<Session>();
+  private closing = false;
   /** Warnings unauthenticated peers can provoke, limited per remote address across connections. */
   private readonly limiter: LogLimiter;
 
@@ -47,11 +62,54 @@ export class HostCore implements SessionHandler {
       queryWaitMs: opts.queryWaitMs ?? 500,
     });
     this.commands.recover();
+    this.events.setMaxListeners(0);
+    this.devices.onObserve = (dev) => this.events.emit('state', dev);
+  }
+
+  /** A device should come online within `ms` (its simulated rig is booting); until then it counts as booting. */
+  expect(deviceId: string, ms: number): void {
+    this.expected.set(deviceId, this.clock.now() + ms);
+  }
+
+  /** Provisioned, offline, and expected online soon: a rig booting or a device reconnecting. */
+  booting(deviceId: string): boolean {
+    const until = this.expected.get(deviceId);
+    return until !== undefined && until > this.clock.now() && !this.devices.session(deviceId);
+  }
+
+  /** Resolve true as soon as the device is online, false after `ms` (or an abort). */
+  waitOnline(deviceId: string, ms: number, signal?: AbortSignal): Promise<boolean> {
+    if (this.devices.session(deviceId)) return Promise.resolve(true);
+    if (ms <= 0 || signal?.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = () => {
+        this.events.off('device', onDevice);
+        this.clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve(!!this.devices.session(deviceId));
+      };
+      const onDevice = (e: DeviceEvent) => {
+        if (e.device_id === deviceId && e.online) done();
+      };
+      const timer = this.clock.setTimeout(done, ms);
+      this.events.on('device', onDevice);
+      signal?.addEventListener('abort', done);
+    });
+  }
+
+  /** Forget a device (its secret and board; commands stay as history), refused while it has open commands; drops its connection. */
+  removeDevice(deviceId: string): { ok: true } | { ok: false; reason: string } {
+    const r = this.journal.removeDevice(deviceId);
+    if (r.ok) {
+      this.devices.session(deviceId)?.close('device removed from this host');
+      this.expected.delete(deviceId);
+    }
+    return r;
   }
 
   /** Register a device's secret and board (the uploader and simulated rigs do this). */
-  provision(deviceId: string, secret: string, board: BoardDef): void {
-    this.journal.provision(deviceId, secret, board);
+  provision(deviceId: string, secret: string, board: BoardDef, simulated = false): void {
+    this.journal.provision(deviceId, secret, board, simulated);
   }
 
   /** A new device connection (from the gateway or an in-memory pair). */
@@ -92,6 +150,7 @@ export class HostCore implements SessionHandler {
   }
 
   close(): void {
+    this.closing = true;
     for (const s of this.sessions) s.close('host shutting down');
     this.commands.close();
     this.journal.close();
@@ -122,14 +181,20 @@ export class HostCore implements SessionHandler {
     const old = this.devices.online(s);
     if (old && old !== s) old.close('replaced by a new connection from the same device');
     this.log.info({ evt: 'device_online', device_id: s.dev, boot: s.boot, fw: s.fw, remote: s.link.remote, previous_boot: previousBoot }, 'device online');
+    this.expected.delete(s.dev!);
     this.commands.online(s, previousBoot);
+    this.events.emit('device', { device_id: s.dev!, online: true, reason: null } satisfies DeviceEvent);
     // Fill the state cache and take a first round-trip measurement.
     void this.devices.query(s.dev!, undefined, 2000);
   }
 
   offline(s: Session, reason: string): void {
     this.sessions.delete(s);
-    if (s.authed && this.devices.offline(s)) this.log.info({ evt: 'device_offline', device_id: s.dev, boot: s.boot, reason }, 'device offline');
+    if (s.authed && this.devices.offline(s)) {
+      this.log.info({ evt: 'device_offline', device_id: s.dev, boot: s.boot, reason }, 'device offline');
+      if (!this.closing && this.journal.device(s.dev!)) this.expected.set(s.dev!, this.clock.now() + RECONNECT_WINDOW_MS);
+      this.events.emit('device', { device_id: s.dev!, online: false, reason } satisfies DeviceEvent);
+    }
   }
 
   frame(s: Session, f: ToHostFrame): void {

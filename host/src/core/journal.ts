@@ -39,6 +39,20 @@ export interface DeviceRecord {
   board: BoardDef;
   last_boot: string | null;
   last_seen: number | null;
+  /** A simulated rig provisioned by a host run (removed when a later run does not start it). */
+  simulated: boolean;
+}
+
+export interface CommandQuery {
+  device_id?: string;
+  states?: LifecycleState[];
+  actions?: string[];
+  /** submitted_at bounds, ms since the epoch. */
+  since?: number;
+  until?: number;
+  /** Only commands that are not terminal yet. */
+  open?: boolean;
+  limit?: number;
 }
 
 /** Something an interlock on the device did by itself (an `evt` frame), journaled once per boot and id. */
@@ -192,13 +206,12 @@ export class Journal {
         'SELECT * FROM commands WHERE device_id = ? AND action = ? AND terminal_at IS NOT NULL ORDER BY terminal_at DESC, rowid DESC LIMIT 50',
       ),
       open: this.db.prepare('SELECT * FROM commands WHERE terminal_at IS NULL ORDER BY submitted_at'),
-      recent: this.db.prepare('SELECT * FROM commands ORDER BY submitted_at DESC, rowid DESC LIMIT ?'),
       event: this.db.prepare('INSERT INTO command_events (command_id, at, state, note) VALUES (?, ?, ?, ?)'),
       events: this.db.prepare('SELECT at, state, note FROM command_events WHERE command_id = ? ORDER BY id'),
       device: this.db.prepare('SELECT * FROM devices WHERE device_id = ?'),
       devices: this.db.prepare('SELECT * FROM devices ORDER BY device_id'),
       putDevice: this.db.prepare(
-        'INSERT INTO devices (device_id, secret, board) VALUES (?, ?, ?) ON CONFLICT(device_id) DO UPDATE SET secret = excluded.secret, board = excluded.board',
+        'INSERT INTO devices (device_id, secret, board, simulated) VALUES (?, ?, ?, ?) ON CONFLICT(device_id) DO UPDATE SET secret = excluded.secret, board = excluded.board, simulated = excluded.simulated',
       ),
       removeDevice: this.db.prepare('DELETE FROM devices WHERE device_id = ?'),
       seen: this.db.prepare('UPDATE devices SET last_boot = ?, last_seen = ? WHERE device_id = ?'),
@@ -213,6 +226,8 @@ export class Journal {
   private migrate(): void {
     const have = new Set((this.db.prepare('PRAGMA table_info(commands)').all() as { name: string }[]).map((c) => c.name));
     if (!have.has('position')) this.db.exec('ALTER TABLE commands ADD COLUMN position REAL');
+    const dev = new Set((this.db.prepare('PRAGMA table_info(devices)').all() as { name: string }[]).map((c) => c.name));
+    if (!dev.has('simulated')) this.db.exec('ALTER TABLE devices ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0');
   }
 
   insert(c: CommandRecord, note: string | null = null): void {
@@ -245,11 +260,6 @@ export class Journal {
     return (this.stmts.lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
   }
 
-  /** The newest commands of every device, newest first. */
-  recent(limit: number): CommandRecord[] {
-    return (this.stmts.recent.all(limit) as Row[]).map(toRecord);
-  }
-
   open(): CommandRecord[] {
     return (this.stmts.open.all() as Row[]).map(toRecord);
   }
@@ -267,9 +277,9 @@ export class Journal {
     return (this.stmts.devices.all() as Row[]).map(toDevice);
   }
 
-  /** Register (or re-key) a device with its secret and board. */
-  provision(deviceId: string, secret: string, board: BoardDef): void {
-    this.stmts.putDevice.run(deviceId, secret, JSON.stringify(board));
+  /** Register (or re-key) a device with its secret and board; `simulated` marks a rig a host run started. */
+  provision(deviceId: string, secret: string, board: BoardDef, simulated = false): void {
+    this.stmts.putDevice.run(deviceId, secret, JSON.stringify(board), simulated ? 1 : 0);
   }
 
   /** Journal a device event; false when this boot's event was journaled before (a re-send after a reconnect). */
@@ -291,13 +301,54 @@ export class Journal {
     }));
   }
 
-  /** Forget a device and its secret (its commands stay); false when it was not provisioned. */
-  removeDevice(deviceId: string): boolean {
-    return this.stmts.removeDevice.run(deviceId).changes === 1;
-  }
-
   seen(deviceId: string, boot: string, at: number): void {
     this.stmts.seen.run(boot, at, deviceId);
+  }
+
+  /** Commands newest first, filtered (list_commands, the recent-commands resource, tasks/list). */
+  recent(q: CommandQuery = {}): CommandRecord[] {
+    const where: string[] = [];
+    const args: Record<string, unknown> = {};
+    if (q.device_id !== undefined) {
+      where.push('device_id = @device_id');
+      args.device_id = q.device_id;
+    }
+    if (q.states?.length) {
+      where.push(`state IN (${q.states.map((_, i) => '@s' + i).join(', ')})`);
+      q.states.forEach((s, i) => (args['s' + i] = s));
+    }
+    if (q.actions?.length) {
+      where.push(`action IN (${q.actions.map((_, i) => '@a' + i).join(', ')})`);
+      q.actions.forEach((a, i) => (args['a' + i] = a));
+    }
+    if (q.since !== undefined) {
+      where.push('submitted_at >= @since');
+      args.since = q.since;
+    }
+    if (q.until !== undefined) {
+      where.push('submitted_at <= @until');
+      args.until = q.until;
+    }
+    if (q.open) where.push('terminal_at IS NULL');
+    args.limit = q.limit ?? 50;
+    const sql = `SELECT * FROM commands ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY submitted_at DESC, rowid DESC LIMIT @limit`;
+    return (this.db.prepare(sql).all(args) as Row[]).map(toRecord);
+  }
+
+  /**
+   * Remove a device and its secret; its commands stay in the journal as history. Refused while
+   * it has commands that are not terminal, since their outcome would have nowhere to go.
+   */
+  removeDevice(deviceId: string): { ok: true } | { ok: false; reason: string } {
+    if (!this.device(deviceId)) return { ok: false, reason: `no device "${deviceId}" is provisioned (known: ${this.devices().map((d) => d.device_id).join(', ') || 'none'})` };
+    const open = this.recent({ device_id: deviceId, open: true, limit: 10 });
+    if (open.length)
+      return {
+        ok: false,
+        reason: `device ${deviceId} has ${open.length} open command(s) (${open.map((c) => `${c.command_id} ${c.action} ${c.state}`).join(', ')}); wait for them to end or cancel them first`,
+      };
+    this.db.prepare('DELETE FROM devices WHERE device_id = ?').run(deviceId);
+    return { ok: true };
   }
 
   close(): void {
@@ -312,6 +363,7 @@ function toDevice(r: Row): DeviceRecord {
     board: JSON.parse(r.board as string),
     last_boot: (r.last_boot as string | null) ?? null,
     last_seen: (r.last_seen as number | null) ?? null,
+    simulated: r.simulated === 1,
   };
 }
 

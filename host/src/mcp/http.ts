@@ -13,7 +13,7 @@ import type { HostCore } from '../core/host.js';
 import { LogLimiter } from '../core/log-limit.js';
 import { WsGateway } from '../gateway/ws-gateway.js';
 import { allowedHosts, allowedOrigins, authenticate, checkHeaders, isLoopback, mcpAllowedFrom, type Tokens } from './access.js';
-import { createMcpServer } from './tools.js';
+import { createMcpServer, type McpOptions } from './tools.js';
 import { DASHBOARD_HTML } from '../dashboard/page.js';
 import { serveEvents } from '../dashboard/events.js';
 
@@ -23,6 +23,8 @@ export const EVENTS_PATH = '/events';
 const MAX_BODY = 1024 * 1024;
 
 export interface HttpOptions {
+  /** Options of the MCP server of each session (start-up readiness, boot wait). */
+  mcp?: McpOptions;
   /** Listen address (default 127.0.0.1). */
   host?: string;
   /** Serve MCP to non-loopback peers too. */
@@ -180,7 +182,7 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
       };
-      await createMcpServer(core).connect(transport);
+      await createMcpServer(core, o.mcp).connect(transport);
       await transport.handleRequest(req, res, body);
     } finally {
       initializing--;

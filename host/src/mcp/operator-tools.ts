@@ -113,17 +113,17 @@ export function registerOperatorTools(server: McpServer, core: HostCore): void {
         'OPERATOR ONLY: refused unless the call carries the operator scope or the person at the client confirms it. ' +
         'Forgets a provisioned device and its secret, and disconnects it: it is refused (AUTH_FAILED) until re-provisioned by an upload. Its command history stays in the journal.',
       inputSchema: z.strictObject({ device_id: deviceId.describe('device id from list_devices') }),
-      outputSchema: z.object({ device_id: z.string(), removed: z.boolean(), was_online: z.boolean() }),
+      outputSchema: z.object({ device_id: z.string(), removed: z.boolean(), was_online: z.boolean(), reason: z.string().nullable() }),
       annotations: { destructiveHint: true, idempotentHint: true },
     },
     async ({ device_id }, extra) => {
       const gate = await operatorGate(server, extra, 'remove_device', `forget device ${device_id} and its secret`, device_id, `remove_device device_id=${device_id}`);
       if (!gate.ok) return gate.result;
       core.log.info({ evt: 'operator_action', tool: 'remove_device', device_id, via: gate.via, client: extra.authInfo?.clientId ?? null }, 'operator action');
-      const session = core.devices.session(device_id);
-      const removed = core.journal.removeDevice(device_id);
-      session?.close('device removed by an operator');
-      return ok({ device_id, removed, was_online: !!session });
+      const wasOnline = !!core.devices.session(device_id);
+      // Refused while the device has open commands: their outcome would have nowhere to go.
+      const r = core.removeDevice(device_id);
+      return ok({ device_id, removed: r.ok, was_online: wasOnline, reason: r.ok ? null : r.reason });
     },
   );
 }

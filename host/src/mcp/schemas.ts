@@ -77,6 +77,13 @@ export const DeviceViewSchema = z.object({
   interlock_events: z
     .array(z.object({ at: z.string(), boot_id: z.string(), kind: z.string(), ch: z.number().nullable(), msg: z.string() }))
     .describe('what the device interlocks did by themselves (max_on: a relay switched off after its board maximum on-time; estop: the e-stop latched every output off), newest first'),
+  booting: z.boolean().describe('offline but expected online shortly (a simulated rig booting, or a device reconnecting); actions wait briefly for it'),
+  outputs: z
+    .object({
+      relays: z.array(z.object({ ch: z.number(), name: z.string(), label: z.string().nullable() })),
+      axes: z.array(z.object({ axis: z.string(), name: z.string(), label: z.string().nullable() })),
+    })
+    .describe('channels and axes of the board with their names; tools take the number/axis id or the label'),
 });
 
 export const DeviceStatusSchema = DeviceViewSchema.extend({
@@ -86,22 +93,46 @@ export const DeviceStatusSchema = DeviceViewSchema.extend({
 
 export const DeviceListSchema = z.object({ devices: z.array(DeviceViewSchema) });
 
+/** Longest an action tool may wait for the outcome: under the 60 s default request timeout of the SDK clients. */
+export const MAX_ACTION_WAIT_MS = 55000;
+
+const actionWait = z
+  .number({ error: 'wait_ms must be an integer number of milliseconds' })
+  .int('wait_ms must be a whole number of milliseconds')
+  .min(0, `wait_ms must be 0..${MAX_ACTION_WAIT_MS}`)
+  .max(MAX_ACTION_WAIT_MS, `wait_ms must be 0..${MAX_ACTION_WAIT_MS}`)
+  .optional()
+  .describe(
+    `optional: wait up to this long (max ${MAX_ACTION_WAIT_MS} ms) for the terminal outcome and return it in this one call (terminal tells whether it arrived); omitted = answer once the device accepted`,
+  );
+
 const deviceId = z.string({ error: 'device_id must be a string' }).min(1, 'device_id must not be empty').max(64);
 
 export const RelaySetInput = z.strictObject({
   device_id: deviceId.describe('device id from list_devices'),
   channel: z
-    .number({ error: 'channel must be an integer channel number such as 1 (not a string)' })
-    .int('channel must be a whole number such as 1, not a fraction')
-    .min(1, 'channel must be 1 or more')
-    .max(64, 'channel must be 64 or less')
-    .describe('relay channel as printed on the module (1-based); the device board decides which exist'),
+    .union([
+      z
+        .number({ error: 'channel must be an integer channel number such as 1, or a channel label such as "bench lamp"' })
+        .int('channel must be a whole number such as 1, not a fraction')
+        .min(1, 'channel must be 1 or more')
+        .max(64, 'channel must be 64 or less'),
+      z.string({ error: 'channel must be an integer channel number such as 1, or a channel label such as "bench lamp"' }).min(1).max(40),
+    ], {
+      // A number that breaks a rule gets that rule's message, anything else the general one.
+      error: (iss) =>
+        typeof iss.input === 'number'
+          ? ((iss as { errors?: { message: string }[][] }).errors?.[0]?.[0]?.message ?? 'channel must be a whole number 1..64')
+          : 'channel must be an integer channel number such as 1, or a channel label such as "bench lamp"',
+    })
+    .describe('relay channel as printed on the module (1-based), or its label/name from list_devices ("bench lamp"); the device board decides which exist'),
   on: z.boolean({ error: 'on must be true or false (a JSON boolean)' }).describe('true = energise the relay, false = release it'),
   request_id: z
     .string()
     .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'request_id must be 1-64 chars of A-Z a-z 0-9 _ . : -')
     .optional()
     .describe('optional idempotency key: sending the same request_id again returns the same command and never switches twice'),
+  wait_ms: actionWait,
 });
 
 export const ActionStatusInput = z.strictObject({
@@ -129,7 +160,7 @@ const requestId = z
   .optional()
   .describe('optional idempotency key: the same request_id again returns the same command and never moves twice');
 
-const axis = z.string({ error: 'axis must be a string such as "x"' }).min(1).max(16).describe('axis name from the device board, e.g. "x"');
+const axis = z.string({ error: 'axis must be a string such as "x"' }).min(1).max(40).describe('axis id from the device board ("x"), or its label/name from list_devices ("slide")');
 
 export const StepperMoveInput = z.strictObject({
   device_id: deviceId,
@@ -144,14 +175,39 @@ export const StepperMoveInput = z.strictObject({
     .optional()
     .describe("cruise speed; defaults to and may not exceed the board's max_speed_mm_s"),
   request_id: requestId,
+  wait_ms: actionWait,
 });
 
-export const StepperHomeInput = z.strictObject({ device_id: deviceId, axis, request_id: requestId });
+export const StepperHomeInput = z.strictObject({ device_id: deviceId, axis, request_id: requestId, wait_ms: actionWait });
 
-export const StopDeviceInput = z.strictObject({ device_id: deviceId });
+const stopWait = z
+  .number({ error: 'wait_ms must be an integer number of milliseconds' })
+  .int('wait_ms must be a whole number of milliseconds')
+  .min(0, `wait_ms must be 0..${MAX_ACTION_WAIT_MS}`)
+  .max(MAX_ACTION_WAIT_MS, `wait_ms must be 0..${MAX_ACTION_WAIT_MS}`)
+  .default(5000)
+  .describe('wait up to this long for the device to confirm (default 5000)');
+
+export const StopDeviceInput = z.strictObject({ device_id: deviceId, wait_ms: stopWait });
 
 export const CancelInput = z.strictObject({
   command_id: z.string({ error: 'command_id must be a string' }).min(1).max(64),
+  wait_ms: stopWait,
+});
+
+export const ListDevicesInput = z.strictObject({});
+
+export const ListCommandsInput = z.strictObject({
+  device_id: deviceId.optional().describe('only commands of this device'),
+  state: z
+    .array(z.enum(LIFECYCLE_STATES))
+    .min(1)
+    .optional()
+    .describe('only commands in one of these lifecycle states, e.g. ["running"] or ["failed","timeout"]'),
+  open: z.boolean({ error: 'open must be true or false' }).optional().describe('true = only commands that are not terminal yet'),
+  since: z.iso.datetime({ offset: true, error: 'since must be an ISO 8601 time such as 2026-01-01T10:00:00Z' }).optional().describe('submitted at or after this ISO 8601 time'),
+  until: z.iso.datetime({ offset: true, error: 'until must be an ISO 8601 time such as 2026-01-01T10:00:00Z' }).optional().describe('submitted at or before this ISO 8601 time'),
+  limit: z.number().int().min(1, 'limit must be 1..200').max(200, 'limit must be 1..200').default(20).describe('most recent first, at most this many (default 20)'),
 });
 
 export const CancelResultSchema = z.object({
@@ -160,3 +216,20 @@ export const CancelResultSchema = z.object({
   stop_command_id: z.string().nullable(),
   reason: z.string().nullable().describe('why nothing was sent, when cancel_requested is false'),
 });
+
+export const CommandSummarySchema = z.object({
+  command_id: z.string(),
+  request_id: z.string(),
+  device_id: z.string(),
+  action: z.string(),
+  args: z.record(z.string(), z.unknown()),
+  state: z.enum(LIFECYCLE_STATES),
+  terminal: z.boolean(),
+  verified: z.boolean(),
+  evidence: z.enum(EVIDENCE_KINDS).nullable(),
+  error_code: z.enum(errorCodes).nullable(),
+  submitted_at: z.string(),
+  terminal_at: z.string().nullable(),
+});
+
+export const CommandListSchema = z.object({ commands: z.array(CommandSummarySchema) });

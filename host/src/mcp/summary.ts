@@ -56,7 +56,8 @@ export function summarizeCommand(s: CommandStatus): string {
 /** One line per device: online or not, how fresh its state is, and its outputs. */
 export function summarizeDevice(d: DeviceView): string {
   const seen = d.last_seen_age_ms !== null ? `, last seen ${Math.round(d.last_seen_age_ms / 1000)} s ago` : ', never seen';
-  const parts = [`${d.device_id} (${d.board_name}): ${d.online ? 'online' : 'OFFLINE'}${seen}.`];
+  const booting = !d.online && (d as { booting?: boolean }).booting ? ' (booting: expected online shortly)' : '';
+  const parts = [`${d.device_id} (${d.board_name}): ${d.online ? 'online' : 'OFFLINE'}${booting}${seen}.`];
   if (d.state?.estop) parts.push('E-STOP LATCHED: every output is off until an operator clears it (estop_clear).');
   if (d.state) {
     const age = d.state_age_ms !== null ? ` (state observed ${Math.round(d.state_age_ms / 1000)} s ago)` : '';
@@ -70,4 +71,22 @@ export function summarizeDevice(d: DeviceView): string {
 export function summarizeDevices(list: DeviceView[]): string {
   if (list.length === 0) return 'No devices are provisioned.';
   return list.map(summarizeDevice).join('\n');
+}
+
+/**
+ * The plain-language line for any tool result, chosen by its shape: a command status, a cancel
+ * answer, a device list, one device. Other results (lists of commands) get none.
+ */
+export function summarize(data: Record<string, unknown>): string | undefined {
+  if (typeof data.command_id === 'string' && typeof data.state === 'string' && typeof data.action === 'string') return summarizeCommand(data as unknown as CommandStatus);
+  if (typeof data.cancel_requested === 'boolean' && data.command && typeof data.command === 'object') {
+    const head = data.cancel_requested ? 'Cancel requested: the axis was told to stop.' : `Nothing was cancelled${data.reason ? ': ' + String(data.reason) : ''}.`;
+    return head + ' ' + summarizeCommand(data.command as CommandStatus);
+  }
+  if (Array.isArray(data.devices)) return summarizeDevices(data.devices as DeviceView[]);
+  if (typeof data.device_id === 'string' && typeof data.online === 'boolean') {
+    const d = data as unknown as DeviceView & { refresh_error?: string | null };
+    return summarizeDevice(d) + (d.refresh_error ? ` Could not ask the device now: ${d.refresh_error}` : '');
+  }
+  return undefined;
 }

@@ -1,13 +1,27 @@
 // The MCP tools. Each returns structuredContent (validated by its outputSchema) and the same
 // JSON as text for clients that read only text. Business outcomes (rejected, failed, timeout)
 // are fields of a normal result; isError is only for a call the tool could not serve.
+import type { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { HostCore } from '../core/host.js';
-import type { CommandStatus } from '../core/commands.js';
+import type { CommandStatus, SubmitInput } from '../core/commands.js';
+import { VERSION } from '../version.js';
+import { followProgress } from './progress.js';
+import { resolveAxis, resolveChannel } from './names.js';
+import { deviceViews, registerResources } from './resources.js';
+import { registerPrompts } from './prompts.js';
+import { forwardLogs } from './logging.js';
+import { JournalTaskStore, TASK_CAPABILITIES, taskToolHandler } from './tasks.js';
+import { listCommands } from './commands-list.js';
 import { registerOperatorTools } from './operator-tools.js';
+import { summarize } from './summary.js';
 import {
   ActionStatusInput,
+  CommandListSchema,
+  ListCommandsInput,
+  ListDevicesInput,
   CancelInput,
   CancelResultSchema,
   CommandStatusSchema,
@@ -19,23 +33,31 @@ import {
   StepperMoveInput,
   StopDeviceInput,
 } from './schemas.js';
-import { summarizeCommand, summarizeDevice, summarizeDevices } from './summary.js';
 
-export const SERVER_INFO = { name: 'proofrig', version: '0.1.0' };
+export const SERVER_INFO = { name: 'proofrig', version: VERSION };
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+export interface McpOptions {
+  /** Resolves once the simulated rigs this host started are online (or their bounded boot wait passed); tools answer after it. */
+  ready?: Promise<unknown>;
+  /** How long an action waits for a provisioned device that is booting or reconnecting before DEVICE_OFFLINE (default 5000). */
+  bootWaitMs?: number;
+}
 
 /** How long an action tool waits for the device's acknowledgement before answering. */
 const ACK_WAIT_MS = 1500;
-/** How long stop_device and cancel_action wait for the device to confirm motion stopped. */
-const STOP_WAIT_MS = 5000;
+/** How long an action waits for a booting or reconnecting device before it is rejected DEVICE_OFFLINE. */
+const BOOT_WAIT_MS = 5000;
 
-/** The structured result, and as text a plain-language summary first (for text-only clients) then the same JSON. */
-function ok(data: object, summary?: string): CallToolResult {
+/**
+ * The structured result, and as text a plain-language summary first (text-only clients such as
+ * xiaozhi read nothing else), then the same JSON.
+ */
+function ok(data: object): CallToolResult {
   const json = JSON.stringify(data, null, 2);
-  return { content: [{ type: 'text', text: summary ? summary + '\n\n' + json : json }], structuredContent: data as Record<string, unknown> };
-}
-
-function okCommand(s: CommandStatus): CallToolResult {
-  return ok(s, summarizeCommand(s));
+  const line = summarize(data as Record<string, unknown>);
+  return { content: [{ type: 'text', text: line ? line + '\n\n' + json : json }], structuredContent: data as Record<string, unknown> };
 }
 
 function toolError(code: string, message: string): CallToolResult {
@@ -52,27 +74,67 @@ const MOVE_OUTCOME =
   'a measured position off target ends failed POSITION_ERROR, an encoder that did not count ends failed NO_FEEDBACK, a limit switch ends failed LIMIT_HIT; position_mm is the measured position. ' +
   'After a failed or timed-out motion, read the real state (get_device_status refresh=true) before moving that axis again, or the move is rejected STATE_READ_REQUIRED.';
 
-export function createMcpServer(core: HostCore): McpServer {
+export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServer {
   const server = new McpServer(SERVER_INFO, {
     instructions:
       'proofrig drives real relays through ESP32 devices and reports only what the hardware confirmed. Action tools return a command_id after the device ACCEPTED the command; ' +
-      'call get_action_status for the outcome and act on `state`/`verified`, never on the action tool returning. ' +
+      'call get_action_status for the outcome (or pass wait_ms to get it in the same call) and act on `state`/`verified`, never on the action tool returning. ' +
+      'list_commands finds commands again; the prompts hold the safe sequences. ' +
       OUTCOME,
+    capabilities: { logging: {}, resources: { subscribe: true, listChanged: true }, tasks: TASK_CAPABILITIES },
+    taskStore: new JournalTaskStore(core),
   });
+  const cleanups: (() => void)[] = [];
+  server.server.onclose = () => {
+    for (const c of cleanups.splice(0)) c();
+  };
+  const bootWaitMs = opts.bootWaitMs ?? BOOT_WAIT_MS;
+  const ready = async () => {
+    if (opts.ready) await opts.ready;
+  };
+
+  /** Submit an action: wait (bounded) for a booting device, answer after the ack, or after the outcome when wait_ms asks for it. */
+  const act = async (input: SubmitInput, waitMs: number | undefined, extra: Extra): Promise<CommandStatus> => {
+    await ready();
+    if (core.booting(input.device_id)) await core.waitOnline(input.device_id, bootWaitMs, extra.signal);
+    const s = core.submit(input);
+    const stop = followProgress(core, s.command_id, extra);
+    try {
+      const acked = await untilAcked(core, s);
+      return waitMs ? (await core.waitTerminal(s.command_id, waitMs, extra.signal))! : acked;
+    } finally {
+      stop();
+    }
+  };
+  const board = (dev: string) => core.devices.board(dev);
 
   server.registerTool(
     'list_devices',
     {
       title: 'List devices',
       description: 'Lists every provisioned device with online/offline, boot id, last-seen age and the cached state with its age. Reads the host registry only; nothing is sent to devices.',
-      inputSchema: {},
+      inputSchema: ListDevicesInput,
       outputSchema: DeviceListSchema,
       annotations: { readOnlyHint: true, idempotentHint: true },
     },
     async () => {
-      const devices = core.listDevices();
-      return ok({ devices }, summarizeDevices(devices));
+      await ready();
+      return ok({ devices: deviceViews(core) });
     },
+  );
+
+  server.registerTool(
+    'list_commands',
+    {
+      title: 'List commands',
+      description:
+        'Recent commands from the journal, newest first, filtered by device, lifecycle state, open (not terminal) and submission time. Use it to find a command_id you lost; ' +
+        'get_action_status(command_id) gives the full status, the resource proofrig://commands/{command_id} its event history.',
+      inputSchema: ListCommandsInput,
+      outputSchema: CommandListSchema,
+      annotations: { readOnlyHint: true, idempotentHint: true },
+    },
+    async (q) => ok({ commands: listCommands(core, q) }),
   );
 
   server.registerTool(
@@ -85,10 +147,12 @@ export function createMcpServer(core: HostCore): McpServer {
       outputSchema: DeviceStatusSchema,
       annotations: { readOnlyHint: true },
     },
-    async ({ device_id, refresh }) => {
+    async ({ device_id, refresh }, extra) => {
+      await ready();
+      if (refresh && core.booting(device_id)) await core.waitOnline(device_id, bootWaitMs, extra.signal);
       const s = await core.deviceStatus(device_id, refresh);
       if (!s) return toolError('DEVICE_OFFLINE', `no device "${device_id}" is provisioned; known devices: ${core.devices.ids().join(', ') || 'none'}`);
-      return ok(s, summarizeDevice(s) + (s.refresh_error ? ` Could not ask the device now: ${s.refresh_error}` : ''));
+      return ok({ ...s, ...deviceViews(core, device_id)[0] });
     },
   );
 
@@ -98,7 +162,8 @@ export function createMcpServer(core: HostCore): McpServer {
       title: 'Switch a relay',
       description:
         'Switches one relay channel on or off. Returning means the command was journaled and (state "accepted") the device acknowledged it — NOT that the relay switched: ' +
-        'executed is false until the device reports a result. Call get_action_status(command_id) for the outcome. ' +
+        'executed is false until the device reports a result. Call get_action_status(command_id) for the outcome, or pass wait_ms to get it in this call. ' +
+        'channel is the number or the label list_devices shows ("bench lamp"). ' +
         'An offline or unknown device, a channel the board does not have, or a busy channel comes back as state "rejected" with error_code, and nothing is sent or switched. ' +
         'Passing the same request_id again returns the same command and never switches twice. ' +
         OUTCOME,
@@ -106,19 +171,21 @@ export function createMcpServer(core: HostCore): McpServer {
       outputSchema: CommandStatusSchema,
       annotations: { destructiveHint: true, idempotentHint: true },
     },
-    async ({ device_id, channel, on, request_id }) => {
-      const s = core.submit({ device_id, action: 'relay.set', args: { ch: channel, on }, request_id });
-      return okCommand(await untilAcked(core, s));
+    async ({ device_id, channel, on, request_id, wait_ms }, extra) => {
+      const ch = resolveChannel(board(device_id), channel);
+      if ('error' in ch) return toolError('INVALID_ARGS', ch.error);
+      return ok(await act({ device_id, action: 'relay.set', args: { ch: ch.ch, on }, request_id }, wait_ms, extra));
     },
   );
 
-  server.registerTool(
+  server.experimental.tasks.registerToolTask(
     'stepper_move',
     {
       title: 'Move an axis to an absolute position',
       description:
         'Moves a stepper axis to an ABSOLUTE position in mm (relative moves are not offered, so a retry can never add distance). Returning means the device ACCEPTED the move, not that it arrived: ' +
-        'call get_action_status(command_id) until terminal (it reports position_mm and estimated_remaining_seconds while running). ' +
+        'call get_action_status(command_id) until terminal (it reports position_mm and estimated_remaining_seconds while running), or pass wait_ms to get the outcome in this call; ' +
+        'clients with MCP tasks can run it as a task (task cancel = stop). axis is the id or the label list_devices shows. ' +
         'The axis must be homed since the device booted (else rejected NOT_HOMED); a target outside travel is rejected INVALID_ARGS before anything moves; a busy axis is rejected BUSY (not queued). ' +
         'The same request_id again returns the same command and never moves twice. ' +
         MOVE_OUTCOME +
@@ -127,28 +194,31 @@ export function createMcpServer(core: HostCore): McpServer {
       inputSchema: StepperMoveInput,
       outputSchema: CommandStatusSchema,
       annotations: { destructiveHint: true, idempotentHint: true },
+      execution: { taskSupport: 'optional' },
     },
-    async ({ device_id, axis, target_mm, speed_mm_s, request_id }) => {
-      const args: Record<string, unknown> = { axis, mm: target_mm };
+    taskToolHandler<z.infer<typeof StepperMoveInput>>(core, async ({ device_id, axis, target_mm, speed_mm_s, request_id, wait_ms }, extra) => {
+      const args: Record<string, unknown> = { axis: resolveAxis(board(device_id), axis), mm: target_mm };
       if (speed_mm_s !== undefined) args.speed = speed_mm_s;
-      return okCommand(await untilAcked(core, core.submit({ device_id, action: 'stepper.move', args, request_id })));
-    },
+      return act({ device_id, action: 'stepper.move', args, request_id }, wait_ms, extra);
+    }),
   );
 
-  server.registerTool(
+  server.experimental.tasks.registerToolTask(
     'stepper_home',
     {
       title: 'Home an axis',
       description:
         'Drives the axis towards its home switch at the board home speed and sets 0 mm where the switch closes. Completed (evidence aux_contact) only when the home switch closed; ' +
-        'if the switch never closes within the travel it ends failed NO_FEEDBACK. Returns after the device accepted; call get_action_status for the outcome. ' +
+        'if the switch never closes within the travel it ends failed NO_FEEDBACK. Returns after the device accepted; call get_action_status for the outcome, or pass wait_ms, or run it as an MCP task. ' +
         OUTCOME,
       inputSchema: StepperHomeInput,
       outputSchema: CommandStatusSchema,
       annotations: { destructiveHint: true, idempotentHint: true },
+      execution: { taskSupport: 'optional' },
     },
-    async ({ device_id, axis, request_id }) =>
-      okCommand(await untilAcked(core, core.submit({ device_id, action: 'stepper.home', args: { axis }, request_id }))),
+    taskToolHandler<z.infer<typeof StepperHomeInput>>(core, async ({ device_id, axis, request_id, wait_ms }, extra) =>
+      act({ device_id, action: 'stepper.home', args: { axis: resolveAxis(board(device_id), axis) }, request_id }, wait_ms, extra),
+    ),
   );
 
   server.registerTool(
@@ -157,15 +227,21 @@ export function createMcpServer(core: HostCore): McpServer {
       title: 'Stop all motion on a device',
       description:
         'Stops every moving actuator (stepper axes) on the device at once; it wins over any running move, which then ends cancelled with its measured position. ' +
-        'Answers once the device CONFIRMED motion has stopped (state completed, evidence encoder: the encoder no longer changes), or after 5 s with the state so far. Relays keep their state. ' +
+        'Answers once the device CONFIRMED motion has stopped (state completed, evidence encoder: the encoder no longer changes), or after wait_ms (default 5 s) with the state so far. Relays keep their state. ' +
         'An offline device is rejected DEVICE_OFFLINE: then nothing was stopped by this call.',
       inputSchema: StopDeviceInput,
       outputSchema: CommandStatusSchema,
       annotations: { destructiveHint: false, idempotentHint: true },
     },
-    async ({ device_id }, extra) => {
+    async ({ device_id, wait_ms }, extra) => {
+      await ready();
       const s = core.submit({ device_id, action: 'stop', args: {} });
-      return okCommand((await core.waitTerminal(s.command_id, STOP_WAIT_MS, extra.signal))!);
+      const stop = followProgress(core, s.command_id, extra);
+      try {
+        return ok((await core.waitTerminal(s.command_id, wait_ms, extra.signal))!);
+      } finally {
+        stop();
+      }
     },
   );
 
@@ -174,19 +250,18 @@ export function createMcpServer(core: HostCore): McpServer {
     {
       title: 'Cancel a command',
       description:
-        'Cancels a running motion command (stepper_move, stepper_home) by stopping its axis, and answers once it is terminal (cancelled with the measured position, or whatever it reached first) or after 5 s. ' +
+        'Cancels a running motion command (stepper_move, stepper_home) by stopping its axis, and answers once it is terminal (cancelled with the measured position, or whatever it reached first) or after wait_ms (default 5 s). ' +
         'Terminal commands are left unchanged, and relay switching cannot be recalled (it takes milliseconds): then cancel_requested is false and reason says why.',
       inputSchema: CancelInput,
       outputSchema: CancelResultSchema,
       annotations: { destructiveHint: false },
     },
-    async ({ command_id }, extra) => {
+    async ({ command_id, wait_ms }, extra) => {
+      await ready();
       const r = core.commands.cancel(command_id);
       if (!r) return toolError('UNKNOWN_COMMAND', `no command "${command_id}" in the journal`);
-      const target = r.stop && r.stop.state !== 'rejected' ? (await core.waitTerminal(command_id, STOP_WAIT_MS, extra.signal))! : r.target;
-      const requested = !!r.stop && r.stop.state !== 'rejected';
-      const head = requested ? 'Cancel requested: the axis was told to stop.' : `Nothing was cancelled${r.reason ? ': ' + r.reason : ''}.`;
-      return ok({ command: target, cancel_requested: requested, stop_command_id: r.stop?.command_id ?? null, reason: r.reason }, head + ' ' + summarizeCommand(target));
+      const target = r.stop && r.stop.state !== 'rejected' ? (await core.waitTerminal(command_id, wait_ms, extra.signal))! : r.target;
+      return ok({ command: target, cancel_requested: !!r.stop && r.stop.state !== 'rejected', stop_command_id: r.stop?.command_id ?? null, reason: r.reason });
     },
   );
 
@@ -204,30 +279,9 @@ export function createMcpServer(core: HostCore): McpServer {
     },
     async ({ command_id, wait_ms }, extra) => {
       if (!core.status(command_id)) return toolError('UNKNOWN_COMMAND', `no command "${command_id}" in the journal`);
-      const token = extra._meta?.progressToken;
-      let stop = () => {};
-      if (token !== undefined) {
-        // MCP progress must increase: the device's percent when it reports one, else a counter of state changes.
-        let last = -1;
-        const notify = (s: CommandStatus) => {
-          const progress = s.terminal ? 100 : s.progress_pct ?? Math.min(99, last + 1);
-          if (progress <= last) return;
-          last = progress;
-          const where = s.position_mm !== null ? ` at ${s.position_mm} mm` : '';
-          const left = s.estimated_remaining_seconds !== null ? `, ~${s.estimated_remaining_seconds.toFixed(1)} s left` : '';
-          void extra
-            .sendNotification({
-              method: 'notifications/progress',
-              params: { progressToken: token, progress, total: 100, message: `${s.state}${where}${left}` },
-            })
-            .catch(() => {});
-        };
-        core.commands.on('change:' + command_id, notify);
-        stop = () => core.commands.off('change:' + command_id, notify);
-      }
+      const stop = followProgress(core, command_id, extra);
       try {
-        const s = await core.waitTerminal(command_id, wait_ms, extra.signal);
-        return okCommand(s!);
+        return ok((await core.waitTerminal(command_id, wait_ms, extra.signal))!);
       } finally {
         stop();
       }
@@ -235,6 +289,9 @@ export function createMcpServer(core: HostCore): McpServer {
   );
 
   registerOperatorTools(server, core);
+  registerResources(server, core, cleanups);
+  registerPrompts(server, core);
+  forwardLogs(server, core, cleanups);
   return server;
 }
 

@@ -1,0 +1,28 @@
+// MCP progress notifications for one command, while a tool call waits on it.
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { HostCore } from '../core/host.js';
+import type { CommandStatus } from '../core/commands.js';
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** Send progress for every change of the command while the call runs, when the request carries a progress token; returns the unsubscribe. */
+export function followProgress(core: HostCore, commandId: string, extra: Extra): () => void {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return () => {};
+  // MCP progress must increase: the device's percent when it reports one, else a counter of state changes.
+  let last = -1;
+  const notify = (s: CommandStatus) => {
+    const progress = s.terminal ? 100 : (s.progress_pct ?? Math.min(99, last + 1));
+    if (progress <= last) return;
+    last = progress;
+    const where = s.position_mm !== null ? ` at ${s.position_mm} mm` : '';
+    const left = s.estimated_remaining_seconds !== null ? `, ~${s.estimated_remaining_seconds.toFixed(1)} s left` : '';
+    void extra
+      .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, total: 100, message: `${s.state}${where}${left}` } })
+      .catch(() => {});
+  };
+  // Only changes are notified: a client that polls get_action_status sees one increasing series.
+  core.commands.on('change:' + commandId, notify);
+  return () => core.commands.off('change:' + commandId, notify);
+}

@@ -1,0 +1,132 @@
+// MCP resources: each device's state, the board definitions and the command journal, with
+// subscriptions (notifications/resources/updated when the device reports or a command changes).
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { BoardDef } from '@proofrig/protocol';
+import type { DeviceEvent, HostCore } from '../core/host.js';
+import type { CommandStatus } from '../core/commands.js';
+import { outputNames } from './names.js';
+import { summary } from './commands-list.js';
+
+export const RECENT_COMMANDS_URI = 'proofrig://commands/recent';
+export const deviceUri = (id: string) => `proofrig://devices/${id}`;
+export const boardUri = (id: string) => `proofrig://boards/${id}`;
+export const commandUri = (id: string) => `proofrig://commands/${id}`;
+
+const RECENT_LIMIT = 50;
+
+/** list_devices rows: the registry view plus booting and the board's named outputs. */
+export function deviceViews(core: HostCore, only?: string) {
+  const ids = only === undefined ? core.devices.ids() : [only];
+  return ids.flatMap((id) => {
+    const v = core.devices.view(id);
+    const board = core.devices.board(id);
+    return v && board ? [{ ...v, booting: core.booting(id), outputs: outputNames(board) }] : [];
+  });
+}
+
+function boards(core: HostCore): Map<string, BoardDef> {
+  const m = new Map<string, BoardDef>();
+  for (const d of core.journal.devices()) if (!m.has(d.board.id)) m.set(d.board.id, d.board);
+  return m;
+}
+
+const json = (uri: string, data: unknown) => ({ contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(data, null, 2) }] });
+
+function notFound(what: string): never {
+  throw new McpError(ErrorCode.InvalidParams, what);
+}
+
+export function registerResources(server: McpServer, core: HostCore, cleanups: (() => void)[]): void {
+  const completeDevice = (v: string) => core.devices.ids().filter((id) => id.startsWith(v));
+
+  server.registerResource(
+    'device',
+    new ResourceTemplate('proofrig://devices/{device_id}', {
+      list: () => ({
+        resources: core.devices.ids().map((id) => ({ uri: deviceUri(id), name: `device ${id}`, mimeType: 'application/json' })),
+      }),
+      complete: { device_id: completeDevice },
+    }),
+    {
+      title: 'Device state',
+      description: 'One device: online/booting, boot id, last seen, the cached state with its age, and its named channels and axes. Subscribe to hear when the device reports.',
+      mimeType: 'application/json',
+    },
+    (uri, { device_id }) => {
+      const v = deviceViews(core, String(device_id))[0];
+      if (!v) notFound(`no device "${String(device_id)}" is provisioned; known devices: ${core.devices.ids().join(', ') || 'none'}`);
+      return json(uri.href, v);
+    },
+  );
+
+  server.registerResource(
+    'board',
+    new ResourceTemplate('proofrig://boards/{board_id}', {
+      list: () => ({
+        resources: [...boards(core).values()].map((b) => ({ uri: boardUri(b.id), name: `board ${b.id}`, description: b.name, mimeType: 'application/json' })),
+      }),
+      complete: { board_id: (v) => [...boards(core).keys()].filter((id) => id.startsWith(v)) },
+    }),
+    { title: 'Board definition', description: 'The board definition a provisioned device runs: pins, relays with feedback, axes, travel, timings, labels.', mimeType: 'application/json' },
+    (uri, { board_id }) => {
+      const b = boards(core).get(String(board_id));
+      if (!b) notFound(`no provisioned device uses a board "${String(board_id)}"; boards: ${[...boards(core).keys()].join(', ') || 'none'}`);
+      return json(uri.href, b);
+    },
+  );
+
+  server.registerResource(
+    'recent-commands',
+    RECENT_COMMANDS_URI,
+    { title: 'Recent commands', description: `The newest ${RECENT_LIMIT} commands of the journal (all devices), newest first. Subscribe to hear of every change.`, mimeType: 'application/json' },
+    (uri) => json(uri.href, { commands: core.journal.recent({ limit: RECENT_LIMIT }).map((c) => summary(core, c)) }),
+  );
+
+  server.registerResource(
+    'command',
+    new ResourceTemplate('proofrig://commands/{command_id}', {
+      list: undefined,
+      complete: { command_id: (v) => core.journal.recent({ limit: 20 }).map((c) => c.command_id).filter((id) => id.startsWith(v)) },
+    }),
+    { title: 'Command with its history', description: 'One command: its full status and every lifecycle event with its time and note, from the journal.', mimeType: 'application/json' },
+    (uri, { command_id }) => {
+      const id = String(command_id);
+      if (id === 'recent') return json(uri.href, { commands: core.journal.recent({ limit: RECENT_LIMIT }).map((c) => summary(core, c)) });
+      const s = core.status(id);
+      if (!s) notFound(`no command "${id}" in the journal`);
+      const events = core.commands.history(id).map((e) => ({ at: new Date(e.at).toISOString(), state: e.state, note: e.note }));
+      return json(uri.href, { command: s, events });
+    },
+  );
+
+  // Subscriptions of this session.
+  const subscribed = new Set<string>();
+  server.server.setRequestHandler(SubscribeRequestSchema, async (req) => {
+    const uri = req.params.uri;
+    if (!/^proofrig:\/\/(devices|boards|commands)\/[^/]+$/.test(uri)) notFound(`no resource "${uri}" to subscribe to; see resources/list and resources/templates/list`);
+    subscribed.add(uri);
+    return {};
+  });
+  server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => {
+    subscribed.delete(req.params.uri);
+    return {};
+  });
+  const updated = (uri: string) => {
+    if (subscribed.has(uri) && server.isConnected()) void server.server.sendResourceUpdated({ uri }).catch(() => {});
+  };
+  const onState = (dev: string) => updated(deviceUri(dev));
+  const onDevice = (e: DeviceEvent) => updated(deviceUri(e.device_id));
+  const onCommand = (s: CommandStatus) => {
+    updated(RECENT_COMMANDS_URI);
+    updated(commandUri(s.command_id));
+  };
+  core.events.on('state', onState);
+  core.events.on('device', onDevice);
+  core.commands.on('change', onCommand);
+  cleanups.push(() => {
+    core.events.off('state', onState);
+    core.events.off('device', onDevice);
+    core.commands.off('change', onCommand);
+  });
+}

@@ -1,0 +1,4 @@
+// The version printed by `proofrig --version` and announced to MCP clients: the host package's.
+import { readFileSync } from 'node:fs';
+
+export const VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
