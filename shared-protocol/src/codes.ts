@@ -55,6 +55,12 @@ export const ERROR_CODES = {
     ends: 'timeout',
     retry: 'after_fresh_state_read',
   },
+  UNPROVEN_COMPLETION: {
+    meaning:
+      'The device claimed completed without verified evidence (verified false or evidence none); the host does not report that as completed, and the detail carries the claim.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
   MOTOR_STALL: {
     meaning: 'The motor driver raised FAULT during motion; motion was stopped.',
     ends: 'failed',

@@ -37,7 +37,7 @@ export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what
 }
 
 export async function startE2E(
-  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string } = {},
+  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; firmwareFile?: string } = {},
 ): Promise<E2E> {
   const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
   const logs: Record<string, unknown>[] = [];
@@ -54,6 +54,7 @@ export async function startE2E(
       port: 0,
       sims: o.sims ?? [{ boardFile: RELAY_BOARD }],
       faults: o.faults,
+      firmwareFile: o.firmwareFile,
       logger,
       heartbeatMs: 150,
       offlineGraceMs: 8000,
