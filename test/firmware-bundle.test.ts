@@ -356,6 +356,8 @@ describe('firmware link', () => {
       expect(g, 'attempt ' + k).toBeGreaterThanOrEqual(Math.floor(nominal[k] * 0.8));
       expect(g, 'attempt ' + k).toBeLessThanOrEqual(Math.ceil(nominal[k] * 1.2));
     });
+    // jitter is there: without it every gap would sit on its nominal value (and devices would reconnect in lockstep)
+    expect(gaps.filter((g, k) => Math.abs(g - nominal[k]) > nominal[k] * 0.01).length, JSON.stringify(gaps)).toBeGreaterThanOrEqual(5);
     expect(rig.open().length).toBe(1);
     rig.connectUp();
     const t = rig.now();

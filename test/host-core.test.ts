@@ -201,7 +201,7 @@ describe('completed is recorded only with verified evidence, whatever the valida
   for (const [ev, ver, why] of [
     ['aux_contact', false, 'verified=false'],
     ['none', true, 'evidence=none'],
-    ['none', false, 'evidence=none'],
+    ['none', false, 'evidence=none and verified=false'],
   ] as const) {
     it(`a "completed" with ${why} ends failed UNPROVEN_COMPLETION with the device's claim in the detail`, async () => {
       const d = await online();
@@ -309,7 +309,7 @@ describe('after the deadline the host asks the device before deciding', () => {
   it('a device that says the command is done re-sends its result and the command completes', async () => {
     const { d, s, rid, query } = await pastDeadline();
     const q = query();
-    expect(q).toBeDefined();
+    expect(q).toMatchObject({ t: 'q', rid, q: expect.any(String) });
     d.send({ t: 'state', q: q.q, s: d.state(true), rid, rst: 'done' });
     d.send({ t: 'res', rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 });
     await flush();
