@@ -37,7 +37,7 @@ export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what
 }
 
 export async function startE2E(
-  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; firmwareFile?: string } = {},
+  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; firmwareFile?: string; offlineGraceMs?: number } = {},
 ): Promise<E2E> {
   const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
   const logs: Record<string, unknown>[] = [];
@@ -57,7 +57,7 @@ export async function startE2E(
       firmwareFile: o.firmwareFile,
       logger,
       heartbeatMs: 150,
-      offlineGraceMs: 8000,
+      offlineGraceMs: o.offlineGraceMs ?? 8000,
       seed: 7,
     });
     const client = new Client({ name: 'e2e', version: '1' });
