@@ -11,7 +11,15 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const TESTS = ['test/firmware-bundle.test.ts', 'test/firmware-stepper.test.ts', 'test/firmware-dedupe.test.ts'];
+/** The suites that judge each firmware file (each builds the bundle from the mutated source). */
+const TESTS = {
+  'relay.ts': ['test/firmware-bundle.test.ts'],
+  'exec.ts': ['test/firmware-bundle.test.ts', 'test/firmware-stepper.test.ts'],
+  'link.ts': ['test/firmware-bundle.test.ts'],
+  'dedupe.ts': ['test/firmware-dedupe.test.ts', 'test/firmware-bundle.test.ts'],
+  'stepper.ts': ['test/firmware-stepper.test.ts'],
+};
+const ALL_TESTS = [...new Set(Object.values(TESTS).flat())];
 
 // id, file, exact source text, replacement, what the mutant breaks.
 const MUTANTS = [
@@ -63,15 +71,15 @@ function sandbox() {
   return dir;
 }
 
-function runTests(dir) {
-  const r = spawnSync('npx', ['vitest', 'run', '--bail', '1', ...TESTS], { cwd: dir, encoding: 'utf8', timeout: 300000 });
+function runTests(dir, tests) {
+  const r = spawnSync('npx', ['vitest', 'run', '--bail', '1', ...tests], { cwd: dir, encoding: 'utf8', timeout: 300000 });
   return { passed: r.status === 0, out: (r.stdout ?? '') + (r.stderr ?? '') };
 }
 
 const dir = sandbox();
 const results = [];
 try {
-  const base = runTests(dir);
+  const base = runTests(dir, ALL_TESTS);
   if (!base.passed) throw new Error('the firmware suites fail without any mutation:\n' + base.out.slice(-3000));
   for (const [id, file, from, to, what] of MUTANTS) {
     if (only && !only.has(id)) continue;
@@ -81,7 +89,7 @@ try {
     if (n !== 1) throw new Error(`mutant ${id}: expected the text once in firmware/src/${file}, found it ${n} times; update the list`);
     writeFileSync(p, orig.replace(from, to));
     const t0 = Date.now();
-    const r = runTests(dir);
+    const r = runTests(dir, TESTS[file]);
     writeFileSync(p, orig);
     const killedBy = r.passed ? null : (r.out.match(/(?:FAIL|×)\s+(.*)/) ?? [])[1]?.replace(/\x1b\[[0-9;]*m/g, '').trim() ?? 'build or test failure';
     results.push({ id, file, what, status: r.passed ? 'survived' : 'killed', killedBy, ms: Date.now() - t0 });
