@@ -28,5 +28,8 @@ export default defineConfig({
     testTimeout: 30000,
     hookTimeout: 30000,
     pool: 'forks',
+    // One worker, modules shared between files: a mutant run is mostly start-up time otherwise.
+    isolate: false,
+    maxWorkers: 1,
   },
 });
