@@ -220,6 +220,12 @@ describe('completed is recorded only with verified evidence, whatever the valida
       expect(core.status(s.command_id)!.detail).toBe(
         `device rig1 claimed completed, evidence=${ev}, verified=${ver}: all good; completed needs verified evidence, so the host records failed. The actuator state is unknown: read the device state before retrying.`,
       );
+      expect(core.status(s.command_id)!.accepted).toBe(true);
+      expect(logLines.find((l) => l.evt === 'unproven_completion')).toMatchObject({
+        device_id: 'rig1',
+        rid: s.request_id,
+        claim: `completed, evidence=${ev}, verified=${ver}: all good`,
+      });
       // confirmed, so the device does not re-send the lie forever
       expect(d.of('rack')).toEqual([{ t: 'rack', rid: s.request_id }]);
       expect(logLines.filter((l) => l.command_id === s.command_id && l.phase === 'terminal').map((l) => l.state)).toEqual(['failed']);
@@ -246,7 +252,86 @@ describe('completed is recorded only with verified evidence, whatever the valida
   });
 });
 
+describe('the status says exactly what the device reported', () => {
+  // A result without an ack first: accepted, executed and verified come from the result alone.
+  for (const [res, want] of [
+    [{ st: 'unverified', ev: 'none', ver: false }, { state: 'unverified', accepted: true, executed: true, verified: false, evidence: 'none', error_code: null }],
+    [{ st: 'failed', ev: 'aux_contact', ver: false, code: 'NO_FEEDBACK' }, { state: 'failed', accepted: true, executed: true, verified: false, evidence: 'aux_contact', error_code: 'NO_FEEDBACK' }],
+    [{ st: 'rejected', ev: 'none', ver: false, code: 'BUSY' }, { state: 'rejected', accepted: false, executed: false, verified: false, evidence: 'none', error_code: 'BUSY' }],
+    [{ st: 'cancelled', ev: 'aux_contact', ver: false, code: 'CANCELLED' }, { state: 'cancelled', accepted: true, executed: false, verified: false, evidence: 'aux_contact', error_code: 'CANCELLED' }],
+    [{ st: 'completed', ev: 'aux_contact', ver: true }, { state: 'completed', accepted: true, executed: true, verified: true, evidence: 'aux_contact', error_code: null }],
+  ] as const) {
+    it(`a ${res.st} result → ${JSON.stringify(want)}, with the device's message as detail and no position for a relay`, async () => {
+      const d = await online();
+      const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+      await flush();
+      d.send({ t: 'res', rid: s.request_id, ...res, msg: 'device says', s: d.state(true), ms: 3 });
+      await flush();
+      expect(core.status(s.command_id)!).toMatchObject({ ...want, detail: 'device says', position_mm: null, terminal: true });
+    });
+  }
+
+  it('a result without a message has detail null', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    await flush();
+    d.send({ t: 'res', rid: s.request_id, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    expect(core.status(s.command_id)!.detail).toBeNull();
+  });
+
+  it('a result for a request this host never sent is confirmed, logged and changes nothing', async () => {
+    const d = await online();
+    d.send({ t: 'res', rid: 'never-sent', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    expect(d.of('rack')).toEqual([{ t: 'rack', rid: 'never-sent' }]);
+    expect(logLines.find((l) => l.evt === 'unknown_result')).toMatchObject({ device_id: 'rig1', rid: 'never-sent' });
+    expect(core.journal.byRequest('rig1', 'never-sent')).toBeUndefined();
+  });
+
+  it('a late result after timeout is noted in the history, confirmed, and the command stays timeout; a repeat of a completed result leaves no note', async () => {
+    const { d, s, rid, query } = await pastDeadline();
+    d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('timeout');
+    d.send({ t: 'res', rid, st: 'failed', ev: 'aux_contact', ver: false, code: 'NO_FEEDBACK', msg: 'stayed open', s: d.state(true), ms: 3 });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('timeout');
+    expect(core.commands.history(s.command_id).at(-1)).toMatchObject({ state: 'timeout', note: 'late result from device ignored: failed NO_FEEDBACK: stayed open' });
+    expect(d.of('rack').at(-1)).toEqual({ t: 'rack', rid });
+
+    const c = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    await flush();
+    const res = { t: 'res', rid: c.request_id, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 3 };
+    d.send(res);
+    await flush();
+    const n = core.commands.history(c.command_id).length;
+    d.send(res);
+    await flush();
+    expect(core.commands.history(c.command_id)).toHaveLength(n);
+  });
+});
+
 describe('a retry after DEVICE_OFFLINE runs; a request_id that was sent still dedupes', () => {
+  it('a request_id refused for another reason before sending (INVALID_ARGS) returns that refusal again, nothing new', async () => {
+    const d = await online();
+    const a = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true }, request_id: 'agent-bad' });
+    expect(a).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
+    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true }, request_id: 'agent-bad' });
+    expect(b.command_id).toBe(a.command_id);
+    await flush();
+    expect(d.of('cmd')).toHaveLength(0);
+  });
+
+  it('the same request_id for another action with the same arguments is refused, not merged', async () => {
+    await online();
+    const a = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-act' });
+    const b = core.submit({ device_id: 'rig1', action: 'stop', args: { ch: 1, on: true }, request_id: 'agent-act' });
+    expect(b).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
+    expect(b.command_id).not.toBe(a.command_id);
+    expect(b.detail).toMatch(/^request_id agent-act was already used on rig1 for relay.set/);
+  });
+
   it('the same request_id after DEVICE_OFFLINE is executed once the device is online, as a new command', async () => {
     const first = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
     expect(first).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE', request_id: 'agent-off' });
