@@ -16,7 +16,7 @@ const MIN = 90;
 
 const allowed = existsSync(ALLOWED) ? JSON.parse(readFileSync(ALLOWED, 'utf8')).survivors : [];
 const isAllowed = (file, m) =>
-  allowed.some((a) => a.file === file && a.line === m.location.start.line && a.mutator === m.mutatorName && (a.replacement === undefined || a.replacement === m.replacement));
+  allowed.some((a) => a.file === file && a.line === m.location.start.line && (a.column === undefined || a.column === m.location.start.column) && a.mutator === m.mutatorName && (a.replacement === undefined || a.replacement === m.replacement));
 
 const rows = [];
 const unexplained = [];
