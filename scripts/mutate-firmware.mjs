@@ -4,7 +4,7 @@
 // (one at a time, to a private copy of firmware/ and test/), rebuilds inside the tests, runs the
 // firmware suites and counts which mutants the tests kill. Writes reports/mutation/firmware.json.
 //   node scripts/mutate-firmware.mjs [--only ID,ID]
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -98,9 +98,17 @@ try {
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
-const killed = results.filter((r) => r.status === 'killed').length;
-const score = results.length ? (100 * killed) / results.length : 0;
+// --only re-runs some mutants (e.g. after a new test) and updates them in the last full report.
+const REPORT = join(ROOT, 'reports', 'mutation', 'firmware.json');
+let all = results;
+if (only && existsSync(REPORT)) {
+  const prev = JSON.parse(readFileSync(REPORT, 'utf8')).results;
+  all = prev.map((r) => results.find((n) => n.id === r.id) ?? r);
+  for (const n of results) if (!all.some((r) => r.id === n.id)) all.push(n);
+}
+const killed = all.filter((r) => r.status === 'killed').length;
+const score = all.length ? (100 * killed) / all.length : 0;
 mkdirSync(join(ROOT, 'reports', 'mutation'), { recursive: true });
-writeFileSync(join(ROOT, 'reports', 'mutation', 'firmware.json'), JSON.stringify({ date: new Date().toISOString(), killed, total: results.length, score, results }, null, 2));
-console.log(`firmware verdict mutation score: ${killed}/${results.length} = ${score.toFixed(1)} %`);
+writeFileSync(REPORT, JSON.stringify({ date: new Date().toISOString(), killed, total: all.length, score, results: all }, null, 2));
+console.log(`firmware verdict mutation score: ${killed}/${all.length} = ${score.toFixed(1)} %`);
 if (!only && score < 100) process.exitCode = 1;
