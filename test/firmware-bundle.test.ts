@@ -189,7 +189,7 @@ describe('firmware relay.set', () => {
     expect(rig.pins[21]).toBe(0);
     rig.send(s, relaySet('r2', 3, false));
     rig.advance(2);
-    const res = recv(rig, s).find((f) => f.rid === 'r2' && f.t === 'res');
+    const res = recv(rig, s).find((f) => f.rid === 'r2' && f.t === 'res')!;
     expect(rig.pins[21]).toBe(1);
     expect(res).toMatchObject({ st: 'completed', ev: 'pin_readback', ver: true, msg: 'K3 (GPIO21): read back 1 after 2 ms (only the MCU pin is observed)' });
     expect(res.s.relays[2]).toEqual({ ch: 3, cmd: false, pin: false, aux: null });
