@@ -7,7 +7,7 @@ const dir = new URL('../boards/', import.meta.url);
 const load = (f: string) => JSON.parse(readFileSync(new URL(f, dir), 'utf8'));
 
 describe('board definitions', () => {
-  it.each(readdirSync(dir).filter((f) => f.endsWith('.json')))('%s passes the board check', (f) => {
+  it.each(readdirSync(dir).filter((f) => f.endsWith('.json') && f !== 'board.schema.json'))('%s passes the board check', (f) => {
     const r = checkBoard(load(f));
     expect(r.ok ? [] : r.errors).toEqual([]);
   });

@@ -5,4 +5,5 @@ export { realClock, VirtualClock, type Clock } from '@proofrig/protocol/clock';
 export type { CommandStatus, SubmitInput } from './core/commands.js';
 export { createMcpServer } from './mcp/tools.js';
 export { startHttpHost } from './mcp/http.js';
-export { serve, loadBoard, parseSimSpec, type Running, type ServeOptions } from './serve.js';
+export { serve, parseSimSpec, type Running, type ServeOptions } from './serve.js';
+export { loadBoard } from './board-command.js';

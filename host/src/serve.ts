@@ -1,16 +1,18 @@
 // Wires a running proofrig: host core + HTTP (MCP and device gateway) + optional stdio MCP
 // + simulated rigs that run the built firmware file and dial into the gateway over real TCP.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { checkBoard, DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
+import { DEVICE_PATH } from '@proofrig/protocol';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Clock } from '@proofrig/protocol/clock';
 import { HostCore } from './core/host.js';
 import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost } from './mcp/http.js';
 import { createMcpServer } from './mcp/tools.js';
+import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { FIRMWARE_FILE } from './paths.js';
+import { ephemeralTokens, loadOrCreateTokens, prepareStateDir, stateDir, type TokenSet } from './state-dir.js';
+import { loadBoard } from './board-command.js';
 import { parseFault, resolveFault, SimRig } from '@proofrig/sim';
 
 export interface SimSpec {
@@ -23,8 +25,18 @@ export interface ServeOptions {
   /** Port for MCP over HTTP and the device gateway (0 = any free port). */
   port: number;
   listenHost?: string;
-  /** Serve MCP to other machines too (it has no authentication of its own). */
+  /** Serve MCP to other machines too (they need the token, which travels in clear over http). */
   allowRemoteMcp?: boolean;
+  /** Require a bearer token on /mcp (default true). false = --no-auth, loopback only. */
+  auth?: boolean;
+  /** Extra Host header names / Origins MCP accepts (--allowed-host, --allowed-origin). */
+  allowedHosts?: string[];
+  allowedOrigins?: string[];
+  /** MCP session idle expiry and cap, connection caps (see HttpOptions). */
+  sessionIdleMs?: number;
+  maxSessions?: number;
+  maxConnections?: number;
+  maxConnectionsPerAddress?: number;
   stdio?: boolean;
   sims?: SimSpec[];
   faults?: string[];
@@ -37,6 +49,10 @@ export interface ServeOptions {
   seed?: number;
   /** Serve each simulated rig's Espruino console on loopback TCP from this port on (rig i on port + i). */
   consolePort?: number;
+  /** Dial out to a xiaozhi MCP endpoint (ws:// or wss:// URL with its token) and serve the tools there too. */
+  xiaozhi?: string;
+  /** Back-off of the xiaozhi bridge (tests shorten it). */
+  xiaozhiBackoff?: { minMs: number; maxMs: number; healthyMs: number };
 }
 
 export interface Running {
@@ -45,7 +61,11 @@ export interface Running {
   rigs: Map<string, SimRig>;
   /** Console port of each simulated rig, when consolePort was given. */
   consoles: Map<string, number>;
+  /** The xiaozhi bridge, when --xiaozhi was given. */
+  xiaozhi: XiaozhiBridge | undefined;
   url: string;
+  /** The MCP bearer tokens (null with auth off). */
+  tokens: TokenSet | null;
   close(): Promise<void>;
 }
 
@@ -53,19 +73,6 @@ export interface Running {
 export function parseSimSpec(s: string): SimSpec {
   const i = s.lastIndexOf('=');
   return i > 0 ? { boardFile: s.slice(0, i), deviceId: s.slice(i + 1) } : { boardFile: s };
-}
-
-export function loadBoard(file: string): BoardDef {
-  if (!existsSync(file)) throw new Error(`board file ${file} does not exist`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new Error(`board file ${file} is not valid JSON: ${(e as Error).message}`);
-  }
-  const r = checkBoard(raw);
-  if (!r.ok) throw new Error(`board file ${file} is invalid:\n  ${r.errors.join('\n  ')}`);
-  return r.board;
 }
 
 export async function serve(o: ServeOptions): Promise<Running> {
@@ -88,12 +95,47 @@ export async function serve(o: ServeOptions): Promise<Running> {
     }
     return p;
   });
+  // Checked before anything starts (a bad URL throws here); dialled once the host is up.
+  const bridge = o.xiaozhi
+    ? new XiaozhiBridge({
+        url: o.xiaozhi,
+        createServer: () => createMcpServer(core),
+        logger: o.logger,
+        minBackoffMs: o.xiaozhiBackoff?.minMs,
+        maxBackoffMs: o.xiaozhiBackoff?.maxMs,
+        healthyMs: o.xiaozhiBackoff?.healthyMs,
+      })
+    : undefined;
   const firmware = o.firmwareFile ?? FIRMWARE_FILE;
   if (sims.length > 0 && !existsSync(firmware)) throw new Error(`firmware file ${firmware} is missing; build it with: npm run build`);
-  if (o.db !== ':memory:') mkdirSync(dirname(resolve(o.db)), { recursive: true });
+  const auth = o.auth ?? true;
+  if (!auth && o.allowRemoteMcp) throw new Error('--no-auth is only allowed while MCP answers this machine only; drop --allow-remote-mcp or keep the token');
+  let tokens: TokenSet | null = null;
+  if (o.db !== ':memory:') {
+    const dir = stateDir(o.db);
+    const warning = prepareStateDir(dir);
+    if (warning) o.logger.warn({ evt: 'state_dir_open' }, warning);
+    if (auth) tokens = loadOrCreateTokens(dir);
+  } else if (auth) tokens = ephemeralTokens();
 
   const core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs });
-  const http = await startHttpHost(core, o.port, o.listenHost ?? '127.0.0.1', o.allowRemoteMcp ?? false);
+  let http: HttpHost;
+  try {
+    http = await startHttpHost(core, o.port, {
+      host: o.listenHost ?? '127.0.0.1',
+      allowRemoteMcp: o.allowRemoteMcp ?? false,
+      tokens,
+      allowedHosts: o.allowedHosts,
+      allowedOrigins: o.allowedOrigins,
+      sessionIdleMs: o.sessionIdleMs,
+      maxSessions: o.maxSessions,
+      maxConnections: o.maxConnections,
+      maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+    });
+  } catch (e) {
+    core.close();
+    throw e;
+  }
   const url = `http://${o.listenHost ?? '127.0.0.1'}:${http.port}`;
 
   const rigs = new Map<string, SimRig>();
@@ -122,7 +164,9 @@ export async function serve(o: ServeOptions): Promise<Running> {
       const server = createMcpServer(core);
       await server.connect(new StdioServerTransport());
     }
+    bridge?.start();
   } catch (e) {
+    await bridge?.close();
     for (const r of rigs.values()) r.shutdown();
     await http.close();
     core.close();
@@ -130,9 +174,10 @@ export async function serve(o: ServeOptions): Promise<Running> {
   }
 
   const close = async () => {
+    await bridge?.close();
     for (const r of rigs.values()) r.shutdown();
     await http.close();
     core.close();
   };
-  return { core, http, rigs, consoles, url, close };
+  return { core, http, rigs, consoles, url, tokens, xiaozhi: bridge, close };
 }

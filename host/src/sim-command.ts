@@ -4,10 +4,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { intArg } from './int-arg.js';
-import { BOOT_CODE_FILE, CONFIG_FILE, checkBoard, DEVICE_PATH, isId, type BoardDef, type RigConfig } from '@proofrig/protocol';
+import { BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from './core/ids.js';
 import { Journal } from './core/journal.js';
 import { FIRMWARE_FILE } from './paths.js';
+import { loadBoard } from './board-command.js';
 import { SimRig } from '@proofrig/sim';
 
 interface Out {
@@ -78,14 +79,11 @@ export async function runSimCommand(o: SimCommandOptions, deps: SimCommandDeps =
   };
   if (!o.board) return fail('BAD_OPTION', '--board is required (e.g. boards/relay-rig-4ch.json)', 2);
   if (o.consolePort === undefined) return fail('BAD_OPTION', '--console-port is required (0 = any free port)', 2);
-  if (!existsSync(o.board)) return fail('BAD_BOARD', `board file ${o.board} does not exist`, 2);
   let board: BoardDef;
   try {
-    const chk = checkBoard(JSON.parse(readFileSync(o.board, 'utf8')));
-    if (!chk.ok) return fail('BAD_BOARD', `board file ${o.board} is invalid:\n  ${chk.errors.join('\n  ')}`, 2);
-    board = chk.board;
+    board = loadBoard(o.board);
   } catch (e) {
-    return fail('BAD_BOARD', `board file ${o.board} is not valid JSON: ${(e as Error).message}`, 2);
+    return fail('BAD_BOARD', (e as Error).message, 2);
   }
   const deviceId = o.deviceId ?? board.id;
   if (!isId(deviceId)) return fail('BAD_OPTION', `--device-id ${JSON.stringify(deviceId)}: must be 1-64 characters of A-Z a-z 0-9 _ . : -`, 2);

@@ -1,6 +1,7 @@
 // Full validation of a board definition, for the host and the tools (the firmware trusts the
 // config the uploader wrote, which passed this check).
 import type { BoardDef } from './board.js';
+import { echo } from './check.js';
 
 /** GPIOs an ESP32 (WROOM/WROVER module) can use at all. 6–11 drive the flash chip. */
 const ESP32_GPIO = [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 25, 26, 27, 32, 33, 34, 35, 36, 39];
@@ -10,6 +11,16 @@ const ESP32_INPUT_ONLY = [34, 35, 36, 39];
 const ESP32_WATCHABLE = [0, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 25, 26, 27, 34, 35, 36, 37, 38, 39];
 /** Espruino's analogWrite drives the DAC on these, not LEDC PWM: no step pulses. */
 const ESP32_DAC = [25, 26];
+/** Pins sampled at reset (strapping) or used by the serial console: usable, but wiring can stop the board booting or flashing. */
+const ESP32_BOOT_PINS: Record<string, string> = {
+  '0': 'GPIO0 is a strapping pin: held low at reset the ESP32 enters its ROM bootloader instead of running Espruino',
+  '1': 'GPIO1 is UART0 TX: the Espruino console and flashing use it',
+  '2': 'GPIO2 is a strapping pin: it must be low or floating at reset for serial flashing to work',
+  '3': 'GPIO3 is UART0 RX: the Espruino console and flashing use it',
+  '5': 'GPIO5 is a strapping pin (SDIO timing): a level forced at reset can change how the chip boots',
+  '12': 'GPIO12 is a strapping pin (MTDI): held high at reset it selects 1.8 V flash and a WROOM-32 does not boot; relay modules and pull-ups often hold it high',
+  '15': 'GPIO15 is a strapping pin (MTDO): held low at reset it silences the boot log and changes SDIO timing',
+};
 
 function isObj(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -21,12 +32,16 @@ function isMs(x: unknown): x is number {
   return typeof x === 'number' && isFinite(x) && x >= 0 && x <= 600000;
 }
 
-export type BoardCheck = { ok: true; board: BoardDef } | { ok: false; errors: string[] };
+/** `warnings` are legal but risky wiring (strapping pins); `errors` make the board unusable. */
+export type BoardCheck = { ok: true; board: BoardDef; warnings: string[] } | { ok: false; errors: string[]; warnings: string[] };
 
 export function checkBoard(raw: unknown): BoardCheck {
   const errors: string[] = [];
-  if (!isObj(raw)) return { ok: false, errors: ['board: must be a JSON object'] };
-  const b = raw;
+  const warnings: string[] = [];
+  if (!isObj(raw)) return { ok: false, errors: ['board: must be a JSON object'], warnings };
+  // "$schema" is for editors only; it never reaches a device.
+  const b: Record<string, unknown> = {};
+  for (const k in raw) if (k !== '$schema') b[k] = raw[k];
   if (typeof b.id !== 'string' || !/^[a-z0-9][a-z0-9_-]{0,31}$/.test(b.id))
     errors.push('id: must be 1-32 chars of a-z, 0-9, "_" or "-"');
   if (typeof b.name !== 'string' || b.name.length === 0) errors.push('name: must be a non-empty string');
@@ -38,6 +53,7 @@ export function checkBoard(raw: unknown): BoardCheck {
   const claim = (pin: number, what: string) => {
     const prev = used[String(pin)];
     if (prev !== undefined) errors.push(`${what}: GPIO${pin} is already used by ${prev}`);
+    else if (ESP32_BOOT_PINS[String(pin)]) warnings.push(`${what}: ${ESP32_BOOT_PINS[String(pin)]}`);
     used[String(pin)] = what;
   };
   const chans: number[] = [];
@@ -49,7 +65,7 @@ export function checkBoard(raw: unknown): BoardCheck {
       else if (chans.indexOf(r.ch) >= 0) errors.push(`${at}.ch: channel ${r.ch} is defined twice`);
       else chans.push(r.ch);
       if (typeof r.name !== 'string') errors.push(`${at}.name: must be a string`);
-      if (!isInt(r.pin) || ESP32_GPIO.indexOf(r.pin) < 0) errors.push(`${at}.pin: GPIO${String(r.pin)} is not a usable ESP32 GPIO`);
+      if (!isInt(r.pin) || ESP32_GPIO.indexOf(r.pin) < 0) errors.push(`${at}.pin: GPIO${echo(r.pin)} is not a usable ESP32 GPIO`);
       else if (ESP32_INPUT_ONLY.indexOf(r.pin) >= 0) errors.push(`${at}.pin: GPIO${r.pin} is input-only and cannot drive a relay`);
       else claim(r.pin, `${at}.pin`);
       if (typeof r.active_low !== 'boolean') errors.push(`${at}.active_low: must be true or false`);
@@ -57,7 +73,7 @@ export function checkBoard(raw: unknown): BoardCheck {
       const fb = r.feedback;
       if (!isObj(fb)) return errors.push(`${at}.feedback: must be an object with a kind`);
       if (fb.kind === 'aux_contact') {
-        if (!isInt(fb.pin) || ESP32_GPIO.indexOf(fb.pin) < 0) errors.push(`${at}.feedback.pin: GPIO${String(fb.pin)} is not a usable ESP32 GPIO`);
+        if (!isInt(fb.pin) || ESP32_GPIO.indexOf(fb.pin) < 0) errors.push(`${at}.feedback.pin: GPIO${echo(fb.pin)} is not a usable ESP32 GPIO`);
         else claim(fb.pin, `${at}.feedback.pin`);
         if (typeof fb.active_low !== 'boolean') errors.push(`${at}.feedback.active_low: must be true or false`);
         if (fb.pull !== 'up' && fb.pull !== 'down' && fb.pull !== 'external')
@@ -78,8 +94,8 @@ export function checkBoard(raw: unknown): BoardCheck {
       b.steppers.forEach((st: unknown, i: number) => checkStepper(st, `steppers[${i}]`, axes, errors, claim));
     }
   }
-  if (errors.length > 0) return { ok: false, errors };
-  return { ok: true, board: b as unknown as BoardDef };
+  if (errors.length > 0) return { ok: false, errors, warnings };
+  return { ok: true, board: b as unknown as BoardDef, warnings };
 }
 
 function isPos(x: unknown): x is number {
@@ -89,7 +105,7 @@ function isPos(x: unknown): x is number {
 /** An input the firmware reads; `watched` when it must interrupt (setWatch), not just be polled. */
 function checkInput(sw: unknown, at: string, errors: string[], claim: (pin: number, what: string) => void, watched = true): void {
   if (!isObj(sw)) return void errors.push(`${at}: must be an object with pin, active_low, pull`);
-  if (!isInt(sw.pin) || ESP32_GPIO.indexOf(sw.pin) < 0) errors.push(`${at}.pin: GPIO${String(sw.pin)} is not a usable ESP32 GPIO`);
+  if (!isInt(sw.pin) || ESP32_GPIO.indexOf(sw.pin) < 0) errors.push(`${at}.pin: GPIO${echo(sw.pin)} is not a usable ESP32 GPIO`);
   else if (watched && ESP32_WATCHABLE.indexOf(sw.pin) < 0)
     errors.push(`${at}.pin: Espruino cannot setWatch GPIO${sw.pin} on the ESP32; use one of ${ESP32_WATCHABLE.join(', ')}`);
   else claim(sw.pin, `${at}.pin`);
@@ -100,7 +116,7 @@ function checkInput(sw: unknown, at: string, errors: string[], claim: (pin: numb
 }
 
 function checkOutput(pin: unknown, at: string, errors: string[], claim: (pin: number, what: string) => void): void {
-  if (!isInt(pin) || ESP32_GPIO.indexOf(pin) < 0) errors.push(`${at}: GPIO${String(pin)} is not a usable ESP32 GPIO`);
+  if (!isInt(pin) || ESP32_GPIO.indexOf(pin) < 0) errors.push(`${at}: GPIO${echo(pin)} is not a usable ESP32 GPIO`);
   else if (ESP32_INPUT_ONLY.indexOf(pin) >= 0) errors.push(`${at}: GPIO${pin} is input-only and cannot be an output`);
   else claim(pin, at);
 }

@@ -3,31 +3,52 @@
 
 export type RelayFeedback =
   /** An auxiliary (mirror) contact of the relay wired to an input pin. */
-  | { kind: 'aux_contact'; pin: number; active_low: boolean; pull: 'up' | 'down' | 'external' }
+  | { kind: 'aux_contact'; pin: Gpio; active_low: boolean; pull: 'up' | 'down' | 'external' }
   /** Only the MCU output pin is read back. */
   | { kind: 'pin_readback' }
   /** Nothing observes this output. */
   | { kind: 'none' };
 
+/**
+ * An ESP32 GPIO number. Which pins may be used for what (input-only, strapping, watchable, DAC)
+ * is checked by `proofrig board check`.
+ * @asType integer
+ * @minimum 0
+ * @maximum 39
+ */
+export type Gpio = number;
+
+/**
+ * Milliseconds.
+ * @minimum 0
+ * @maximum 600000
+ */
+export type Ms = number;
+
 export interface RelayDef {
-  /** Channel number as printed on the module, 1-based. */
+  /**
+   * Channel number as printed on the module, 1-based.
+   * @asType integer
+   * @minimum 1
+   * @maximum 64
+   */
   ch: number;
   name: string;
   /** GPIO driving the module input. */
-  pin: number;
+  pin: Gpio;
   /** true when the module energises the coil on a LOW input (most opto-isolated modules). */
   active_low: boolean;
   /** Datasheet worst-case operate and release times of the relay. */
-  operate_ms: number;
-  release_ms: number;
+  operate_ms: Ms;
+  release_ms: Ms;
   /** Wait after writing before feedback is read; must cover operate/release plus contact bounce. */
-  settle_ms: number;
+  settle_ms: Ms;
   feedback: RelayFeedback;
 }
 
 /** A switch wired to an input: closed reads the active level. */
 export interface SwitchDef {
-  pin: number;
+  pin: Gpio;
   active_low: boolean;
   pull: 'up' | 'down' | 'external';
 }
@@ -43,11 +64,11 @@ export interface StepperDef {
   driver: {
     /** The driver chip, e.g. "DRV8825". */
     part: string;
-    step_pin: number;
-    dir_pin: number;
+    step_pin: Gpio;
+    dir_pin: Gpio;
     /** Level on dir_pin that moves towards +mm. */
     dir_positive_level: 0 | 1;
-    enable_pin: number;
+    enable_pin: Gpio;
     enable_active_low: boolean;
     /** FAULT (nFAULT on a DRV8825): open-drain, low on over-current/over-temperature. */
     fault: SwitchDef;
@@ -57,7 +78,7 @@ export interface StepperDef {
     /** Highest step rate the driver and firmware support, steps/s. */
     max_step_hz: number;
   };
-  encoder: { a_pin: number; b_pin: number; pull: 'up' | 'down' | 'external'; counts_per_mm: number };
+  encoder: { a_pin: Gpio; b_pin: Gpio; pull: 'up' | 'down' | 'external'; counts_per_mm: number };
   /** Home switch at travel.min_mm; also the negative end-of-travel switch. */
   home: SwitchDef;
   /** Limit switch at travel.max_mm, when fitted. */
@@ -72,14 +93,17 @@ export interface StepperDef {
 }
 
 export interface BoardDef {
-  /** Stable identifier, also the default device id of a simulated rig. */
+  /**
+   * Stable identifier, also the default device id of a simulated rig.
+   * @pattern ^[a-z0-9][a-z0-9_-]{0,31}$
+   */
   id: string;
   name: string;
   mcu: 'esp32';
   /** The dev board, e.g. "ESP32-DevKitC-32E". */
   module: string;
   /** Worst case from receiving a frame to starting the action, measured on the device. */
-  device_processing_max_ms: number;
+  device_processing_max_ms: Ms;
   relays: RelayDef[];
   steppers?: StepperDef[];
   notes?: string[];

@@ -151,6 +151,11 @@ export class Commands extends EventEmitter {
     return { target: this.status(commandId)!, stop, reason: stop.state === 'rejected' ? stop.detail : null };
   }
 
+  /** The newest commands of every device, newest first, as statuses. */
+  recent(limit: number): CommandStatus[] {
+    return this.journal.recent(limit).map((c) => this.view(c));
+  }
+
   status(commandId: string): CommandStatus | undefined {
     const c = this.journal.get(commandId);
     return c ? this.view(c) : undefined;
@@ -441,7 +446,9 @@ export class Commands extends EventEmitter {
   }
 
   private changed(c: CommandRecord): void {
-    this.emit('change:' + c.command_id, this.view(c));
+    const v = this.view(c);
+    this.emit('change:' + c.command_id, v);
+    this.emit('change', v);
   }
 
   private lastSeenText(dev: string): string {

@@ -1,5 +1,6 @@
 // The device registry: who is online (from the session and its heartbeats), last seen,
 // measured round-trip times, and a state cache that always carries its observation time.
+import { EventEmitter } from 'node:events';
 import type { BoardDef, DeviceState, StateFrame } from '@proofrig/protocol';
 import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import type { Journal } from './journal.js';
@@ -37,13 +38,17 @@ export interface DeviceView {
   state_age_ms: number | null;
 }
 
-export class Devices {
+/** Emits 'change' (device id) when a device comes online, goes offline or reports its state. */
+export class Devices extends EventEmitter {
   private live = new Map<string, Live>();
 
   constructor(
     private readonly journal: Journal,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    super();
+    this.setMaxListeners(0);
+  }
 
   private entry(dev: string): Live {
     let l = this.live.get(dev);
@@ -67,6 +72,7 @@ export class Devices {
     const previous = l.session;
     l.session = s;
     this.journal.seen(s.dev!, s.boot!, this.clock.now());
+    this.emit('change', s.dev!);
     return previous;
   }
 
@@ -80,6 +86,7 @@ export class Devices {
       l.queries.delete(q);
       w.done(null);
     }
+    this.emit('change', s.dev!);
     return true;
   }
 
@@ -91,6 +98,7 @@ export class Devices {
     const l = this.entry(dev);
     l.state = state;
     l.stateAt = this.clock.now();
+    this.emit('change', dev);
   }
 
   markRefreshed(dev: string): void {

@@ -1,6 +1,8 @@
 // The persistent journal: every command with its lifecycle, and the provisioned devices.
 // better-sqlite3 is synchronous, so a state change is on disk before anyone is told of it.
+import { chmodSync, existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import { prepareStateDir, privateFile, stateDir } from '../state-dir.js';
 import type { BoardDef, DeviceState, ErrorCode, Evidence, LifecycleState } from '@proofrig/protocol';
 
 export interface CommandRecord {
@@ -141,8 +143,15 @@ export class Journal {
 
   /** `path` is a file, or ':memory:' for tests that do not restart. */
   constructor(path: string) {
+    if (path !== ':memory:' && path !== '') {
+      // Device secrets live here: the folder is 0700 and the files 0600 before anything is written.
+      prepareStateDir(stateDir(path));
+      privateFile(path);
+    }
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
+    // SQLite gives -wal/-shm the mode of the database file; make sure of it for files from before.
+    for (const f of [path + '-wal', path + '-shm']) if (path !== ':memory:' && existsSync(f)) chmodSync(f, 0o600);
     this.db.pragma('synchronous = NORMAL');
     // Earlier journals made (device_id, request_id) unique outright, which kept a retry after DEVICE_OFFLINE from running.
     this.db.exec('DROP INDEX IF EXISTS commands_request');
@@ -168,6 +177,7 @@ export class Journal {
         'SELECT * FROM commands WHERE device_id = ? AND action = ? AND terminal_at IS NOT NULL ORDER BY terminal_at DESC, rowid DESC LIMIT 50',
       ),
       open: this.db.prepare('SELECT * FROM commands WHERE terminal_at IS NULL ORDER BY submitted_at'),
+      recent: this.db.prepare('SELECT * FROM commands ORDER BY submitted_at DESC, rowid DESC LIMIT ?'),
       event: this.db.prepare('INSERT INTO command_events (command_id, at, state, note) VALUES (?, ?, ?, ?)'),
       events: this.db.prepare('SELECT at, state, note FROM command_events WHERE command_id = ? ORDER BY id'),
       device: this.db.prepare('SELECT * FROM devices WHERE device_id = ?'),
@@ -213,6 +223,11 @@ export class Journal {
   /** Most recent terminal commands of an action on a device, newest first. */
   lastTerminal(deviceId: string, action: string): CommandRecord[] {
     return (this.stmts.lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
+  }
+
+  /** The newest commands of every device, newest first. */
+  recent(limit: number): CommandRecord[] {
+    return (this.stmts.recent.all(limit) as Row[]).map(toRecord);
   }
 
   open(): CommandRecord[] {

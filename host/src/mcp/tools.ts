@@ -18,6 +18,7 @@ import {
   StepperMoveInput,
   StopDeviceInput,
 } from './schemas.js';
+import { summarizeCommand, summarizeDevice, summarizeDevices } from './summary.js';
 
 export const SERVER_INFO = { name: 'proofrig', version: '0.1.0' };
 
@@ -26,8 +27,14 @@ const ACK_WAIT_MS = 1500;
 /** How long stop_device and cancel_action wait for the device to confirm motion stopped. */
 const STOP_WAIT_MS = 5000;
 
-function ok(data: object): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(data, null, 2) }], structuredContent: data as Record<string, unknown> };
+/** The structured result, and as text a plain-language summary first (for text-only clients) then the same JSON. */
+function ok(data: object, summary?: string): CallToolResult {
+  const json = JSON.stringify(data, null, 2);
+  return { content: [{ type: 'text', text: summary ? summary + '\n\n' + json : json }], structuredContent: data as Record<string, unknown> };
+}
+
+function okCommand(s: CommandStatus): CallToolResult {
+  return ok(s, summarizeCommand(s));
 }
 
 function toolError(code: string, message: string): CallToolResult {
@@ -61,7 +68,10 @@ export function createMcpServer(core: HostCore): McpServer {
       outputSchema: DeviceListSchema,
       annotations: { readOnlyHint: true, idempotentHint: true },
     },
-    async () => ok({ devices: core.listDevices() }),
+    async () => {
+      const devices = core.listDevices();
+      return ok({ devices }, summarizeDevices(devices));
+    },
   );
 
   server.registerTool(
@@ -77,7 +87,7 @@ export function createMcpServer(core: HostCore): McpServer {
     async ({ device_id, refresh }) => {
       const s = await core.deviceStatus(device_id, refresh);
       if (!s) return toolError('DEVICE_OFFLINE', `no device "${device_id}" is provisioned; known devices: ${core.devices.ids().join(', ') || 'none'}`);
-      return ok(s);
+      return ok(s, summarizeDevice(s) + (s.refresh_error ? ` Could not ask the device now: ${s.refresh_error}` : ''));
     },
   );
 
@@ -97,7 +107,7 @@ export function createMcpServer(core: HostCore): McpServer {
     },
     async ({ device_id, channel, on, request_id }) => {
       const s = core.submit({ device_id, action: 'relay.set', args: { ch: channel, on }, request_id });
-      return ok(await untilAcked(core, s));
+      return okCommand(await untilAcked(core, s));
     },
   );
 
@@ -120,7 +130,7 @@ export function createMcpServer(core: HostCore): McpServer {
     async ({ device_id, axis, target_mm, speed_mm_s, request_id }) => {
       const args: Record<string, unknown> = { axis, mm: target_mm };
       if (speed_mm_s !== undefined) args.speed = speed_mm_s;
-      return ok(await untilAcked(core, core.submit({ device_id, action: 'stepper.move', args, request_id })));
+      return okCommand(await untilAcked(core, core.submit({ device_id, action: 'stepper.move', args, request_id })));
     },
   );
 
@@ -137,7 +147,7 @@ export function createMcpServer(core: HostCore): McpServer {
       annotations: { destructiveHint: true, idempotentHint: true },
     },
     async ({ device_id, axis, request_id }) =>
-      ok(await untilAcked(core, core.submit({ device_id, action: 'stepper.home', args: { axis }, request_id }))),
+      okCommand(await untilAcked(core, core.submit({ device_id, action: 'stepper.home', args: { axis }, request_id }))),
   );
 
   server.registerTool(
@@ -154,7 +164,7 @@ export function createMcpServer(core: HostCore): McpServer {
     },
     async ({ device_id }, extra) => {
       const s = core.submit({ device_id, action: 'stop', args: {} });
-      return ok((await core.waitTerminal(s.command_id, STOP_WAIT_MS, extra.signal))!);
+      return okCommand((await core.waitTerminal(s.command_id, STOP_WAIT_MS, extra.signal))!);
     },
   );
 
@@ -173,7 +183,9 @@ export function createMcpServer(core: HostCore): McpServer {
       const r = core.commands.cancel(command_id);
       if (!r) return toolError('UNKNOWN_COMMAND', `no command "${command_id}" in the journal`);
       const target = r.stop && r.stop.state !== 'rejected' ? (await core.waitTerminal(command_id, STOP_WAIT_MS, extra.signal))! : r.target;
-      return ok({ command: target, cancel_requested: !!r.stop && r.stop.state !== 'rejected', stop_command_id: r.stop?.command_id ?? null, reason: r.reason });
+      const requested = !!r.stop && r.stop.state !== 'rejected';
+      const head = requested ? 'Cancel requested: the axis was told to stop.' : `Nothing was cancelled${r.reason ? ': ' + r.reason : ''}.`;
+      return ok({ command: target, cancel_requested: requested, stop_command_id: r.stop?.command_id ?? null, reason: r.reason }, head + ' ' + summarizeCommand(target));
     },
   );
 
@@ -214,7 +226,7 @@ export function createMcpServer(core: HostCore): McpServer {
       }
       try {
         const s = await core.waitTerminal(command_id, wait_ms, extra.signal);
-        return ok(s!);
+        return okCommand(s!);
       } finally {
         stop();
       }

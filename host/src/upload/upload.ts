@@ -15,12 +15,13 @@
 // The device secret and the Wi-Fi password never reach a log line: they are only in the config bytes, which
 // are sent with echo off, and every line this module emits goes through `redact`.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { checkBoard, BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, MAX_ID_LENGTH, type BoardDef, type RigConfig } from '@proofrig/protocol';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, MAX_ID_LENGTH, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from '../core/ids.js';
 import { Journal } from '../core/journal.js';
-import { FIRMWARE_FILE, REPO_ROOT } from '../paths.js';
+import { FIRMWARE_FILE, IN_REPO, REPO_ROOT } from '../paths.js';
+import { loadBoard } from '../board-command.js';
 import { ConsoleClient, type FileInfo } from './console-client.js';
 import { crc32, hex32 } from './crc.js';
 import { UploadError } from './errors.js';
@@ -108,30 +109,27 @@ function checkOptions(o: UploadOptions): Checked {
     if (typeof ssid !== 'string' || ssid.length === 0 || Buffer.byteLength(ssid) > 32)
       throw new UploadError('BAD_OPTION', '--wifi-ssid must be 1-32 bytes');
     if (typeof password !== 'string')
-      throw new UploadError('BAD_OPTION', '--wifi-ssid needs --wifi-password (use --wifi-password "" for an open network)');
+      throw new UploadError('BAD_OPTION', '--wifi-ssid needs its password (PROOFRIG_WIFI_PASSWORD, --wifi-password-file, or the prompt; empty for an open network)');
     if (password.length > 0 && (password.length < 8 || password.length > 63))
-      throw new UploadError('BAD_OPTION', '--wifi-password must be 8-63 characters (WPA2), or "" for an open network');
+      throw new UploadError('BAD_OPTION', 'the Wi-Fi password must be 8-63 characters (WPA2), or empty for an open network');
     wifi = { ssid, pass: password };
   }
   if (typeof o.db !== 'string' || o.db.length === 0 || o.db === ':memory:')
     throw new UploadError('BAD_OPTION', '--db must be the journal file of the host the device will dial (default .proofrig/journal.db)');
-  if (!existsSync(o.boardFile)) throw new UploadError('BAD_BOARD', `board file ${o.boardFile} does not exist (the rigs are in boards/)`);
-  let raw: unknown;
+  let board: BoardDef;
   try {
-    raw = JSON.parse(readFileSync(o.boardFile, 'utf8'));
+    board = loadBoard(o.boardFile);
   } catch (e) {
-    throw new UploadError('BAD_BOARD', `board file ${o.boardFile} is not valid JSON: ${(e as Error).message}`);
+    throw new UploadError('BAD_BOARD', (e as Error).message);
   }
-  const chk = checkBoard(raw);
-  if (!chk.ok) throw new UploadError('BAD_BOARD', `board file ${o.boardFile} is invalid:\n  ${chk.errors.join('\n  ')}`);
-  return { target, board: chk.board, host, wifi, firmware: o.firmwareFile ?? FIRMWARE_FILE };
+  return { target, board, host, wifi, firmware: o.firmwareFile ?? FIRMWARE_FILE };
 }
 
 /** Build firmware/dist/proofrig.js from the repo when it is missing. */
 function ensureFirmware(file: string, log: (l: string) => void): void {
   if (existsSync(file)) return;
   if (file !== FIRMWARE_FILE) throw new UploadError('BAD_OPTION', `firmware file ${file} does not exist`);
-  if (!existsSync(resolve(REPO_ROOT, 'firmware', 'package.json')))
+  if (!IN_REPO)
     throw new UploadError('BUILD_FAILED', `${file} is missing and there is no firmware source at ${REPO_ROOT} to build it from`);
   log(`building the firmware (npm run build -w firmware) ...`);
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -241,7 +239,6 @@ async function run(o: UploadOptions, c: Checked, secret: string, redact: (s: str
   // 6. Register, now that flash is known to hold exactly what was sent.
   const dbPath = resolve(o.db);
   try {
-    mkdirSync(dirname(dbPath), { recursive: true });
     const j = new Journal(dbPath);
     try {
       j.provision(o.deviceId, secret, c.board);

@@ -1,0 +1,55 @@
+// The dashboard's live feed: Server-Sent Events with a snapshot first, then every command
+// change and every device change as it happens. Served to the page by fetch() with the same
+// bearer token as MCP (the page never puts the token in a URL the server sees).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HostCore } from '../core/host.js';
+import type { CommandStatus } from '../core/commands.js';
+
+/** How many recent commands the first snapshot carries. */
+export const SNAPSHOT_COMMANDS = 50;
+/** A comment line this often keeps proxies and the browser from timing the stream out. */
+const KEEPALIVE_MS = 15_000;
+
+function board(core: HostCore, dev: string) {
+  const b = core.devices.board(dev);
+  if (!b) return null;
+  return {
+    relays: b.relays.map((r) => ({ ch: r.ch, name: r.name, feedback: r.feedback.kind })),
+    axes: (b.steppers ?? []).map((s) => ({ axis: s.axis, name: s.name, travel_mm: [s.travel.min_mm, s.travel.max_mm] })),
+  };
+}
+
+/** A status with the lifecycle path the journal recorded (submitted → sent → accepted → …). */
+function withPath(core: HostCore, s: CommandStatus) {
+  const path: string[] = [];
+  for (const e of core.journal.events(s.command_id)) if (path[path.length - 1] !== e.state) path.push(e.state);
+  return { ...s, path };
+}
+
+function device(core: HostCore, dev: string) {
+  const v = core.devices.view(dev);
+  return v ? { ...v, board: board(core, dev) } : null;
+}
+
+/** Open one SSE stream on `res`; it ends when the client goes away. */
+export function serveEvents(core: HostCore, req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  send('snapshot', {
+    at: new Date(core.clock.now()).toISOString(),
+    devices: core.devices.ids().map((d) => device(core, d)),
+    commands: core.commands.recent(SNAPSHOT_COMMANDS).map((s) => withPath(core, s)),
+  });
+  const onCommand = (s: CommandStatus) => send('command', withPath(core, s));
+  const onDevice = (dev: string) => send('device', device(core, dev));
+  core.commands.on('change', onCommand);
+  core.devices.on('change', onDevice);
+  const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
+  const end = () => {
+    clearInterval(keepalive);
+    core.commands.off('change', onCommand);
+    core.devices.off('change', onDevice);
+  };
+  req.on('close', end);
+  res.on('error', end);
+}

@@ -1,0 +1,72 @@
+// Plain-language first lines for tool results. Some clients (xiaozhi's endpoint, voice
+// assistants, clients that drop structuredContent) read only the text block, so it must say on
+// its own what happened, what confirmed it, and what to tell the person or do next.
+import type { CommandStatus } from '../core/commands.js';
+import type { DeviceView } from '../core/devices.js';
+
+function what(s: CommandStatus): string {
+  const a = s.args;
+  switch (s.action) {
+    case 'relay.set':
+      return `switch relay channel ${String(a.ch)} of ${s.device_id} ${a.on ? 'on' : 'off'}`;
+    case 'stepper.move':
+      return `move axis ${String(a.axis)} of ${s.device_id} to ${String(a.mm)} mm`;
+    case 'stepper.home':
+      return `home axis ${String(a.axis)} of ${s.device_id}`;
+    case 'stop':
+      return `stop all motion on ${s.device_id}`;
+    default:
+      return `${s.action} on ${s.device_id}`;
+  }
+}
+
+const EVIDENCE_WORDS: Record<string, string> = {
+  aux_contact: 'a feedback contact confirmed it',
+  pin_readback: 'only the output pin was read back (the relay contact itself is not observed)',
+  encoder: 'the encoder measured the position',
+  none: 'nothing observed it',
+};
+
+/** One or two sentences that stand on their own for a command status. */
+export function summarizeCommand(s: CommandStatus): string {
+  const head = `Command ${s.command_id} (${what(s)}): `;
+  const pos = s.position_mm !== null ? ` Measured position ${s.position_mm} mm.` : '';
+  const detail = s.detail ? ` ${s.detail}` : '';
+  switch (s.state) {
+    case 'completed':
+      return `${head}DONE and verified: ${EVIDENCE_WORDS[s.evidence ?? 'none'] ?? s.evidence}.${pos}${detail}`;
+    case 'unverified':
+      return `${head}executed, but NOT verified: this output has no feedback, so nobody knows whether it really switched. Tell the person it is unconfirmed.${detail}`;
+    case 'failed':
+      return `${head}FAILED (${s.error_code}).${pos}${detail} Read the device state before trying again.`;
+    case 'rejected':
+      return `${head}REJECTED before anything moved (${s.error_code}).${detail}`;
+    case 'timeout':
+      return `${head}outcome UNKNOWN: no evidence arrived by the deadline even after asking the device (timeout, not failure).${detail} Read the device state before deciding.`;
+    case 'cancelled':
+      return `${head}cancelled before it finished.${pos}${detail}`;
+    default: {
+      const left = s.estimated_remaining_seconds !== null ? ` About ${s.estimated_remaining_seconds.toFixed(1)} s left.` : '';
+      const pct = s.progress_pct !== null ? ` ${s.progress_pct}% done.` : '';
+      return `${head}${s.state}, NOT finished yet.${pct}${pos}${left} Call get_action_status with command_id ${s.command_id} for the outcome.`;
+    }
+  }
+}
+
+/** One line per device: online or not, how fresh its state is, and its outputs. */
+export function summarizeDevice(d: DeviceView): string {
+  const seen = d.last_seen_age_ms !== null ? `, last seen ${Math.round(d.last_seen_age_ms / 1000)} s ago` : ', never seen';
+  const parts = [`${d.device_id} (${d.board_name}): ${d.online ? 'online' : 'OFFLINE'}${seen}.`];
+  if (d.state) {
+    const age = d.state_age_ms !== null ? ` (state observed ${Math.round(d.state_age_ms / 1000)} s ago)` : '';
+    const relays = d.state.relays.map((r) => `channel ${r.ch} ${r.cmd === null ? 'never switched' : r.cmd ? 'on' : 'off'}`).join(', ');
+    const axes = (d.state.axes ?? []).map((a) => `axis ${a.axis} at ${a.pos} mm${a.homed ? '' : ' (not homed)'}${a.moving ? ' moving' : ''}${a.fault ? ' FAULT' : ''}`).join(', ');
+    parts.push(`${[relays, axes].filter(Boolean).join('; ')}${age}.`);
+  }
+  return parts.join(' ');
+}
+
+export function summarizeDevices(list: DeviceView[]): string {
+  if (list.length === 0) return 'No devices are provisioned.';
+  return list.map(summarizeDevice).join('\n');
+}

@@ -1,0 +1,116 @@
+// The dashboard a person watches while an agent drives the rig, tested in a real headless
+// Chromium: it shows a relay command's evidence within a second of the result, and a stall's
+// error code as it happens, without a reload.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
+
+const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
+const CHROMIUM = process.env.PROOFRIG_CHROMIUM ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+if (!CHROMIUM) {
+  if (process.env.CI) throw new Error('the dashboard tests need Chromium in CI: apt-get install -y chromium (or set PROOFRIG_CHROMIUM)');
+  console.warn('dashboard tests skipped: no Chromium found; install it with `apt-get install -y chromium` or set PROOFRIG_CHROMIUM');
+}
+
+let browser: Browser | undefined;
+beforeAll(async () => {
+  if (CHROMIUM) browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+}, 30_000);
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function open(e: E2E): Promise<Page> {
+  const page = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(e.running.url + '/' + dashboardFragment(e));
+  await page.getByTestId('conn').filter({ hasText: 'live' }).waitFor({ timeout: 5000 });
+  return page;
+}
+
+/** The fragment the banner prints (the token, once MCP has one). */
+function dashboardFragment(e: E2E): string {
+  const t = e.running.tokens?.agent;
+  return t ? `#token=${encodeURIComponent(t)}` : '';
+}
+
+describe.skipIf(!CHROMIUM)('the live dashboard', () => {
+  it('shows each device online with its outputs, and a relay command with its evidence within a second of the result', async () => {
+    const e = await startE2E();
+    try {
+      const page = await open(e);
+      await expect(page.getByTestId(`device-${RIG}`).locator('.badge').textContent()).resolves.toBe('online');
+      await expect(page.getByTestId(`relay-${RIG}-1`).textContent()).resolves.toMatch(/^1K1.*aux_contact/);
+
+      const r = await e.call('relay_set', { device_id: RIG, channel: 1, on: true });
+      const id = (r.structuredContent as { command_id: string }).command_id;
+      const final = await e.waitTerminal(id);
+      expect(final.state).toBe('completed');
+      const resultAt = Date.now();
+      const row = page.getByTestId(`cmd-${id}`);
+      await row.and(page.locator('[data-state="completed"]')).waitFor({ timeout: 1000 });
+      expect(Date.now() - resultAt).toBeLessThan(1000);
+      const text = await row.textContent();
+      expect(text).toContain('relay 1 on');
+      expect(text).toMatch(/completed/);
+      expect(text).toContain('aux_contact');
+      expect(text).toMatch(/submitted.*→.*completed/);
+      // The output's own row shows the evidence of its last command and the state the device reported.
+      await until(async () => /completed aux_contact/.test((await page.getByTestId(`relay-${RIG}-1`).textContent()) ?? ''), 1000, 'relay row evidence');
+      expect(await page.getByTestId(`relay-${RIG}-1`).textContent()).toMatch(/onon/);
+      await page.screenshot({ path: process.env.PROOFRIG_SCREENSHOT ?? '/tmp/proofrig-dashboard-relay.png', fullPage: true });
+
+      // Offline is shown as it happens.
+      e.running.rigs.get(RIG)!.powerLoss(60_000);
+      await page.getByTestId(`device-${RIG}`).locator('.badge.off').waitFor({ timeout: 3000 });
+      await page.close();
+    } finally {
+      await e.close();
+    }
+  });
+
+  it('shows a stall with its error code as it happens, in the faults list and the timeline', async () => {
+    const e = await startE2E({ sims: [{ boardFile: STEPPER_BOARD }], device: 'stepper-rig', faults: ['stepper-rig:x:stall@20'] });
+    try {
+      const page = await open(e);
+      const home = await e.act('stepper_home', { device_id: 'stepper-rig', axis: 'x' });
+      expect(home.final.state).toBe('completed');
+      const r = await e.call('stepper_move', { device_id: 'stepper-rig', axis: 'x', target_mm: 60 });
+      const id = (r.structuredContent as { command_id: string }).command_id;
+      // While it runs, the axis row moves.
+      await until(async () => /moving/.test((await page.getByTestId('axis-stepper-rig-x').textContent()) ?? ''), 3000, 'axis moving');
+      const final = await e.waitTerminal(id);
+      expect(final).toMatchObject({ state: 'failed', error_code: 'MOTOR_STALL' });
+      const resultAt = Date.now();
+      await page.getByTestId(`cmd-${id}`).and(page.locator('[data-state="failed"]')).waitFor({ timeout: 1000 });
+      expect(Date.now() - resultAt).toBeLessThan(1000);
+      expect(await page.getByTestId(`cmd-${id}`).textContent()).toContain('MOTOR_STALL');
+      const faults = await page.getByTestId('fault').allTextContents();
+      expect(faults.some((f: string) => f.startsWith('MOTOR_STALL') && f.includes('move x → 60 mm'))).toBe(true);
+      await page.screenshot({ path: process.env.PROOFRIG_SCREENSHOT_STALL ?? '/tmp/proofrig-dashboard-stall.png', fullPage: true });
+      await page.close();
+    } finally {
+      await e.close();
+    }
+  });
+
+  it('is served like MCP: the page has no data of its own, and unknown paths are 404', async () => {
+    const e = await startE2E({ sims: [{ boardFile: RELAY_BOARD }] });
+    try {
+      const page = await fetch(e.running.url + '/');
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/text\/html/);
+      expect(await page.text()).not.toContain(RIG);
+      expect((await fetch(e.running.url + '/nothing-here')).status).toBe(404);
+      // The feed is MCP's data: it needs the same bearer token.
+      expect((await fetch(e.running.url + '/events')).status).toBe(401);
+      const feed = await fetch(e.running.url + '/events', { headers: { authorization: `Bearer ${e.running.tokens!.agent}` } });
+      expect(feed.status).toBe(200);
+      const first = await feed.body!.getReader().read();
+      expect(new TextDecoder().decode(first.value)).toMatch(/^event: snapshot\ndata: \{.*"device_id":"relay-rig-4ch"/);
+      await feed.body!.cancel().catch(() => {});
+    } finally {
+      await e.close();
+    }
+  });
+});

@@ -1,0 +1,107 @@
+// proofrig installs anywhere: `npm pack` of the host gives a tarball that, installed globally
+// into a clean prefix and run from a folder with no repo around it, serves a bundled simulated
+// rig and uploads the bundled firmware into a simulated blank ESP32 — with nothing but the
+// package's own files. (The install compiles better-sqlite3 from source, as it does for a user
+// here: about 1.5 min on 2 cores.)
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const work = mkdtempSync(join(tmpdir(), 'proofrig-pkg-'));
+const prefix = join(work, 'prefix');
+const elsewhere = join(work, 'elsewhere');
+const bin = join(prefix, 'bin', 'proofrig');
+const children: ChildProcess[] = [];
+
+function run(args: string[], cwd = elsewhere, timeout = 60_000) {
+  return spawnSync(bin, args, { cwd, encoding: 'utf8', timeout, env: { ...process.env, PROOFRIG_URL: undefined } });
+}
+
+/** Start a long-running proofrig command and wait until its output matches. */
+function startUntil(args: string[], ready: RegExp, ms = 30_000): Promise<{ child: ChildProcess; out: () => string; match: RegExpMatchArray }> {
+  const child = spawn(bin, args, { cwd: elsewhere, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no ${ready} within ${ms} ms; output:\n${out}`)), ms);
+    const on = (d: Buffer) => {
+      out += d.toString();
+      const m = out.match(ready);
+      if (m) {
+        clearTimeout(t);
+        resolve({ child, out: () => out, match: m });
+      }
+    };
+    child.stdout!.on('data', on);
+    child.stderr!.on('data', on);
+    child.on('exit', (code) => reject(new Error(`proofrig ${args.join(' ')} exited ${code}:\n${out}`)));
+  });
+}
+
+beforeAll(() => {
+  mkdirSync(elsewhere, { recursive: true });
+  const pack = spawnSync('npm', ['pack', '-w', 'host', '--pack-destination', work], { cwd: root, encoding: 'utf8' });
+  expect(pack.status, pack.stderr).toBe(0);
+  const tgz = readdirSync(work).find((f) => f.endsWith('.tgz'))!;
+  const install = spawnSync(
+    'npm',
+    ['install', '-g', '--prefix', prefix, '--allow-scripts=better-sqlite3', '--prefer-offline', '--no-audit', '--no-fund', join(work, tgz)],
+    { cwd: elsewhere, encoding: 'utf8', timeout: 900_000 },
+  );
+  expect(install.status, install.stderr).toBe(0);
+}, 900_000);
+
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe('the packed host, installed globally into a clean prefix', () => {
+  it('ships its firmware and boards and knows its version, without the repo', () => {
+    const pkg = join(prefix, 'lib', 'node_modules', '@proofrig', 'host');
+    expect(existsSync(join(pkg, 'assets', 'proofrig.js'))).toBe(true);
+    expect(readdirSync(join(pkg, 'assets', 'boards')).sort()).toEqual(['board.schema.json', 'relay-rig-4ch.json', 'stepper-rig.json']);
+    // Nothing of the workspace is needed at run time: the protocol and simulator are bundled in.
+    expect(existsSync(join(pkg, 'node_modules', '@proofrig'))).toBe(false);
+    const check = run(['board', 'check', join(pkg, 'assets', 'boards', 'stepper-rig.json')]);
+    expect(check.stdout).toMatch(/stepper-rig\.json: ok/);
+  });
+
+  it('serves a bundled board by its id as a simulated rig and completes a relay command', async () => {
+    const { match } = await startUntil(['serve', '--http', '0', '--sim', 'relay-rig-4ch', '--db', join(elsewhere, 'serve.db')], /MCP \(Streamable HTTP\): (http:\/\/127\.0\.0\.1:\d+)\/mcp/);
+    const url = match[1];
+    const db = ['--db', join(elsewhere, 'serve.db')];
+    let r = run(['call', '--url', url, ...db, 'list_devices', '--json']);
+    for (let i = 0; i < 50 && !/"online": true/.test(r.stdout); i++) {
+      await new Promise((res) => setTimeout(res, 200));
+      r = run(['call', '--url', url, ...db, 'list_devices', '--json']);
+    }
+    expect(r.stdout).toMatch(/"online": true/);
+    const call = run(['call', '--url', url, ...db, 'relay_set', 'device_id=relay-rig-4ch', 'channel=1', 'on=true']);
+    expect(call.stdout).toMatch(/completed {2}evidence=aux_contact {2}verified=true/);
+    expect(call.status).toBe(0);
+  }, 60_000);
+
+  it('uploads the bundled firmware into a blank simulated ESP32 and the device then completes a command', async () => {
+    const { match } = await startUntil(['serve', '--http', '0', '--db', join(elsewhere, 'up.db')], /MCP \(Streamable HTTP\): (http:\/\/127\.0\.0\.1:(\d+))\/mcp/);
+    const [, url, port] = match;
+    const blank = await startUntil(['sim', '--board', 'relay-rig-4ch', '--blank', '--console-port', '0'], /tcp:\/\/127\.0\.0\.1:(\d+)/);
+    const consolePort = blank.match[1];
+    const up = run(
+      ['upload', '--tcp', `127.0.0.1:${consolePort}`, '--board', 'relay-rig-4ch', '--device-id', 'pkg-1', '--host', `ws://127.0.0.1:${port}`, '--db', join(elsewhere, 'up.db')],
+      elsewhere,
+      120_000,
+    );
+    expect(up.status, up.stdout + up.stderr).toBe(0);
+    const args = ['call', '--url', url, '--db', join(elsewhere, 'up.db'), 'relay_set', 'device_id=pkg-1', 'channel=1', 'on=true'];
+    let call = run(args);
+    for (let i = 0; i < 40 && /DEVICE_OFFLINE/.test(call.stdout); i++) {
+      await new Promise((res) => setTimeout(res, 250));
+      call = run(args);
+    }
+    expect(call.stdout).toMatch(/completed {2}evidence=aux_contact {2}verified=true/);
+  }, 180_000);
+});
