@@ -186,6 +186,19 @@ describe('firmware relay.set', () => {
     expect(recv(rig, s)[1]).toMatchObject({ st: 'completed', ev: 'pin_readback', ver: true });
   });
 
+  it('switching a read-back relay off writes the off level (1, inputs active LOW) and reads it back', () => {
+    const { rig, s } = boot();
+    rig.send(s, relaySet('r1', 3, true));
+    rig.advance(2);
+    expect(rig.pins[21]).toBe(0);
+    rig.send(s, relaySet('r2', 3, false));
+    rig.advance(2);
+    const res = recv(rig, s).find((f) => f.rid === 'r2' && f.t === 'res')!;
+    expect(rig.pins[21]).toBe(1);
+    expect(res).toMatchObject({ st: 'completed', ev: 'pin_readback', ver: true, msg: 'K3 (GPIO21): read back 1 after 2 ms (only the MCU pin is observed)' });
+    expect(res.s.relays[2]).toEqual({ ch: 3, cmd: false, pin: false, aux: null });
+  });
+
   it('an output nothing observes ends unverified with evidence none, and says so', () => {
     const { rig, s } = boot();
     rig.send(s, relaySet('r1', 4, true));
@@ -361,6 +374,8 @@ describe('firmware link', () => {
       expect(g, 'attempt ' + k).toBeGreaterThanOrEqual(Math.floor(nominal[k] * 0.8));
       expect(g, 'attempt ' + k).toBeLessThanOrEqual(Math.ceil(nominal[k] * 1.2));
     });
+    // jitter is there: without it every gap would sit on its nominal value (and devices would reconnect in lockstep)
+    expect(gaps.filter((g, k) => Math.abs(g - nominal[k]) > nominal[k] * 0.01).length, JSON.stringify(gaps)).toBeGreaterThanOrEqual(5);
     expect(rig.open().length).toBe(1);
     rig.connectUp();
     const t = rig.now();

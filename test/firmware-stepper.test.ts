@@ -357,6 +357,33 @@ describe('firmware stepper: stepper.move', () => {
     expect(Math.abs(res.s.axes[0].cmd - 40)).toBeLessThan(0.05);
   });
 
+  it('judges the tolerance exactly: 0.4 mm short fails POSITION_ERROR, 0.16 mm short completes', () => {
+    const b = homed();
+    b.slide.ratio = 0.99;
+    b.rig.send(b.s, move('m1', 40));
+    const off = results(runTo(b, 'm1'))[0];
+    expect(off).toMatchObject({ st: 'failed', code: 'POSITION_ERROR', ev: 'encoder', ver: false });
+    expect(off.msg).toBe('x at 39.60 mm, target 40 mm: off by 0.40 mm (tolerance 0.2)');
+    const c = homed();
+    c.slide.ratio = 0.996;
+    c.rig.send(c.s, move('m2', 40));
+    expect(results(runTo(c, 'm2'))[0]).toMatchObject({ st: 'completed', ev: 'encoder', ver: true, msg: 'x at 39.84 mm (target 40, tolerance 0.2)' });
+  });
+
+  it('a driver FAULT while homing stops the steps and fails MOTOR_STALL, not homed', () => {
+    const { rig, s, slide } = boot();
+    rig.send(s, home('h1'));
+    recv(rig, s);
+    slide.mm = 40;
+    slide.run(1000);
+    rig.input(FAULT, 0);
+    expect(rig.pwm[STEP]).toBeUndefined();
+    const [res] = results(recv(rig, s));
+    expect(res).toMatchObject({ rid: 'h1', st: 'failed', code: 'MOTOR_STALL', ev: 'encoder', ver: false });
+    expect(res.msg).toMatch(/^x: driver FAULT at [\d.]+ mm while homing; motion stopped and driver disabled/);
+    expect(res.s.axes[0]).toMatchObject({ homed: false, moving: false, fault: true });
+  });
+
   it('starts from the encoder position: a second move steps only the difference, and a zero move completes at once', () => {
     const b = homed();
     b.slide.mm = 10.2;

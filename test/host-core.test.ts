@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { HostCore } from '../host/src/core/host.js';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import { FakeDevice, flush } from './helpers/fake-device.js';
-import type { BoardDef } from '@proofrig/protocol';
+import type { BoardDef, ResultFrame } from '@proofrig/protocol';
 
 const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
 const SECRET = 'a'.repeat(64);
@@ -264,11 +264,210 @@ describe('the lifecycle follows the device', () => {
   });
 });
 
+describe('completed is recorded only with verified evidence, whatever the validator let through', () => {
+  // These call the core directly with frames the validator would refuse: the guard in the core
+  // must hold on its own.
+  const lie = (d: FakeDevice, rid: string, ev: string, ver: boolean) =>
+    core.commands.result(core.devices.session('rig1')!, { t: 'res', rid, st: 'completed', ev, ver, msg: 'all good', s: d.state(true), ms: 3 } as ResultFrame);
+
+  for (const [ev, ver, why] of [
+    ['aux_contact', false, 'verified=false'],
+    ['none', true, 'evidence=none'],
+    ['none', false, 'evidence=none and verified=false'],
+  ] as const) {
+    it(`a "completed" with ${why} ends failed UNPROVEN_COMPLETION with the device's claim in the detail`, async () => {
+      const d = await online();
+      const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+      await flush();
+      lie(d, s.request_id, ev, ver);
+      await flush();
+      expect(core.status(s.command_id)!).toMatchObject({
+        state: 'failed',
+        terminal: true,
+        error_code: 'UNPROVEN_COMPLETION',
+        verified: false,
+        executed: true,
+        evidence: ev,
+      });
+      expect(core.status(s.command_id)!.detail).toBe(
+        `device rig1 claimed completed, evidence=${ev}, verified=${ver}: all good; completed needs verified evidence, so the host records failed. The actuator state is unknown: read the device state before retrying.`,
+      );
+      expect(core.status(s.command_id)!.accepted).toBe(true);
+      expect(logLines.find((l) => l.evt === 'unproven_completion')).toMatchObject({
+        device_id: 'rig1',
+        rid: s.request_id,
+        claim: `completed, evidence=${ev}, verified=${ver}: all good`,
+      });
+      // confirmed, so the device does not re-send the lie forever
+      expect(d.of('rack')).toEqual([{ t: 'rack', rid: s.request_id }]);
+      expect(logLines.filter((l) => l.command_id === s.command_id && l.phase === 'terminal').map((l) => l.state)).toEqual(['failed']);
+    });
+  }
+
+  it('a verified completed with evidence still completes (the guard refuses only the contradiction)', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    await flush();
+    core.commands.result(core.devices.session('rig1')!, { t: 'res', rid: s.request_id, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    expect(core.status(s.command_id)!).toMatchObject({ state: 'completed', verified: true, evidence: 'pin_readback', error_code: null, detail: null });
+  });
+
+  it('through the link, the validator answers such a frame MALFORMED_FRAME and the command is not completed', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    d.send({ t: 'res', rid: s.request_id, st: 'completed', ev: 'aux_contact', ver: false, s: d.state(true), ms: 3 });
+    await flush();
+    expect(d.of('err').at(-1)).toMatchObject({ code: 'MALFORMED_FRAME', ref: s.request_id });
+    expect(core.status(s.command_id)!.state).toBe('sent');
+  });
+});
+
+describe('the status says exactly what the device reported', () => {
+  // A result without an ack first: accepted, executed and verified come from the result alone.
+  for (const [res, want] of [
+    [{ st: 'unverified', ev: 'none', ver: false }, { state: 'unverified', accepted: true, executed: true, verified: false, evidence: 'none', error_code: null }],
+    [{ st: 'failed', ev: 'aux_contact', ver: false, code: 'NO_FEEDBACK' }, { state: 'failed', accepted: true, executed: true, verified: false, evidence: 'aux_contact', error_code: 'NO_FEEDBACK' }],
+    [{ st: 'rejected', ev: 'none', ver: false, code: 'BUSY' }, { state: 'rejected', accepted: false, executed: false, verified: false, evidence: 'none', error_code: 'BUSY' }],
+    [{ st: 'cancelled', ev: 'aux_contact', ver: false, code: 'CANCELLED' }, { state: 'cancelled', accepted: true, executed: false, verified: false, evidence: 'aux_contact', error_code: 'CANCELLED' }],
+    [{ st: 'completed', ev: 'aux_contact', ver: true }, { state: 'completed', accepted: true, executed: true, verified: true, evidence: 'aux_contact', error_code: null }],
+  ] as const) {
+    // plain test names: Stryker's vitest runner selects tests by name
+    it(`a ${res.st} result sets accepted, executed, verified, evidence and error code as reported, the message as detail, no position for a relay`, async () => {
+      const d = await online();
+      const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+      await flush();
+      d.send({ t: 'res', rid: s.request_id, ...res, msg: 'device says', s: d.state(true), ms: 3 });
+      await flush();
+      expect(core.status(s.command_id)!).toMatchObject({ ...want, detail: 'device says', position_mm: null, terminal: true });
+    });
+  }
+
+  it('a result without a message has detail null', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    await flush();
+    d.send({ t: 'res', rid: s.request_id, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    expect(core.status(s.command_id)!.detail).toBeNull();
+  });
+
+  it('a result for a request this host never sent is confirmed, logged and changes nothing', async () => {
+    const d = await online();
+    d.send({ t: 'res', rid: 'never-sent', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    expect(d.of('rack')).toEqual([{ t: 'rack', rid: 'never-sent' }]);
+    expect(logLines.find((l) => l.evt === 'unknown_result')).toMatchObject({ device_id: 'rig1', rid: 'never-sent' });
+    expect(core.journal.byRequest('rig1', 'never-sent')).toBeUndefined();
+  });
+
+  it('a late result after timeout is noted in the history, confirmed, and the command stays timeout; a repeat of a completed result leaves no note', async () => {
+    const { d, s, rid, query } = await pastDeadline();
+    d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('timeout');
+    d.send({ t: 'res', rid, st: 'failed', ev: 'aux_contact', ver: false, code: 'NO_FEEDBACK', msg: 'stayed open', s: d.state(true), ms: 3 });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('timeout');
+    expect(core.commands.history(s.command_id).at(-1)).toMatchObject({ state: 'timeout', note: 'late result from device ignored: failed NO_FEEDBACK: stayed open' });
+    expect(d.of('rack').at(-1)).toEqual({ t: 'rack', rid });
+
+    const c = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    await flush();
+    const res = { t: 'res', rid: c.request_id, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 3 };
+    d.send(res);
+    await flush();
+    const n = core.commands.history(c.command_id).length;
+    d.send(res);
+    await flush();
+    expect(core.commands.history(c.command_id)).toHaveLength(n);
+  });
+});
+
+describe('a retry after DEVICE_OFFLINE runs; a request_id that was sent still dedupes', () => {
+  it('a request_id refused for another reason before sending (INVALID_ARGS) returns that refusal again, nothing new', async () => {
+    const d = await online();
+    const a = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true }, request_id: 'agent-bad' });
+    expect(a).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
+    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true }, request_id: 'agent-bad' });
+    expect(b.command_id).toBe(a.command_id);
+    await flush();
+    expect(d.of('cmd')).toHaveLength(0);
+  });
+
+  it('the same request_id for another action with the same arguments is refused, not merged', async () => {
+    await online();
+    const a = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-act' });
+    const b = core.submit({ device_id: 'rig1', action: 'stop', args: { ch: 1, on: true }, request_id: 'agent-act' });
+    expect(b).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
+    expect(b.command_id).not.toBe(a.command_id);
+    expect(b.detail).toMatch(/^request_id agent-act was already used on rig1 for relay.set/);
+  });
+
+  it('the same request_id after DEVICE_OFFLINE is executed once the device is online, as a new command', async () => {
+    const first = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
+    expect(first).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE', request_id: 'agent-off' });
+    const still = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
+    expect(still).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE' });
+    expect(still.command_id).not.toBe(first.command_id);
+    const d = await online();
+    const retry = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
+    expect(retry).toMatchObject({ state: 'sent', request_id: 'agent-off' });
+    expect(retry.command_id).not.toBe(first.command_id);
+    await flush();
+    expect(d.of('cmd')).toEqual([{ t: 'cmd', rid: 'agent-off', a: 'relay.set', p: { ch: 1, on: true } }]);
+    // the rejection stays what it was, under its own command id
+    expect(core.status(first.command_id)!).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE' });
+    // from now on the request_id names the command that was sent: a repeat returns it and sends nothing
+    d.send({ t: 'res', rid: 'agent-off', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 });
+    await flush();
+    expect(core.status(retry.command_id)!.state).toBe('completed');
+    const again = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
+    expect(again).toMatchObject({ command_id: retry.command_id, state: 'completed' });
+    await flush();
+    expect(d.of('cmd')).toHaveLength(1);
+  });
+
+  it('a request_id that reached the device is not re-run even if the device is offline when it is repeated', async () => {
+    const d = await online();
+    const a = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true }, request_id: 'agent-sent' });
+    await flush();
+    d.link.close();
+    await flush();
+    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true }, request_id: 'agent-sent' });
+    expect(b.command_id).toBe(a.command_id);
+    expect(b.error_code).toBeNull();
+  });
+
+  it('after DEVICE_OFFLINE the same request_id with other arguments is still refused', async () => {
+    core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off2' });
+    const d = await online();
+    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: false }, request_id: 'agent-off2' });
+    expect(b).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
+    await flush();
+    expect(d.of('cmd')).toHaveLength(0);
+  });
+
+  it('a journal from before this change (request_id unique outright) is migrated on open', async () => {
+    core.close();
+    const Database = (await import('better-sqlite3')).default;
+    const db = new Database(dbPath);
+    db.exec('DROP INDEX IF EXISTS commands_request_sent; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
+    db.close();
+    core = makeCore();
+    core.provision('rig1', SECRET, board);
+    core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-old' });
+    await online();
+    expect(core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-old' }).state).toBe('sent');
+  });
+});
+
 describe('after the deadline the host asks the device before deciding', () => {
   it('a device that says the command is done re-sends its result and the command completes', async () => {
     const { d, s, rid, query } = await pastDeadline();
     const q = query();
-    expect(q).toBeDefined();
+    expect(q).toMatchObject({ t: 'q', rid, q: expect.any(String) });
     d.send({ t: 'state', q: q.q, s: d.state(true), rid, rst: 'done' });
     d.send({ t: 'res', rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 });
     await flush();

@@ -45,7 +45,7 @@ describe('tool list', () => {
       'stepper_move',
       'stop_device',
     ]);
-    for (const t of tools) expect(t.outputSchema).toBeDefined();
+    for (const t of tools) expect(t.outputSchema, t.name).toMatchObject({ type: 'object', properties: expect.any(Object) });
     const relay = tools.find((t) => t.name === 'relay_set')!;
     expect(relay.description).toMatch(/NOT that the relay switched/);
     expect(relay.description).toMatch(/get_action_status/);

@@ -15,8 +15,10 @@ describe('README', () => {
     for (const [ev, m] of Object.entries(EVIDENCE_MEANING)) expect(readme).toContain(`| \`${ev}\` | ${m.means} | ${m.does_not_mean} |`);
   });
 
-  it('lists every error code with its meaning', () => {
-    for (const [code, info] of Object.entries(ERROR_CODES)) expect(readme).toContain(`| \`${code}\` | ${info.ends ?? '—'} | ${info.meaning} |`);
+  it('lists every error code with its meaning and its retry rule', () => {
+    const retry = { same_request_id: 'same request id', after_fresh_state_read: 'after fresh state read', fix_input: 'fix input', no: 'no' };
+    for (const [code, info] of Object.entries(ERROR_CODES))
+      expect(readme).toContain(`| \`${code}\` | ${info.ends ?? '—'} | ${info.meaning} | ${retry[info.retry]} |`);
   });
 
   it('gives the two quick-start command lines', () => {

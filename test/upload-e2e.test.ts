@@ -191,7 +191,9 @@ describe('upload to a blank simulated ESP32', () => {
     });
     expect(out).toContain('espruino: proofrig transport: connected (proofrig-transport)');
     expect(Buffer.from(rig.storage.readBytes(BOOT_CODE_FILE)!)).toEqual(readFileSync(FIRMWARE_FILE));
-    expect(r.files.every((f) => out.includes(`CRC ok: ${f.name} 0x${f.crc.toString(16).padStart(8, '0')} (${f.bytes} bytes)`))).toBe(true);
+    // both files, each with its CRC line: an empty list must not pass
+    expect(r.files.map((f) => f.name).sort()).toEqual([BOOT_CODE_FILE, CONFIG_FILE].sort());
+    for (const f of r.files) expect(out).toContain(`CRC ok: ${f.name} 0x${f.crc.toString(16).padStart(8, '0')} (${f.bytes} bytes)`);
   });
 });
 

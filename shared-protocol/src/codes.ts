@@ -51,8 +51,14 @@ export const ERROR_CODES = {
   },
   TIMEOUT: {
     meaning:
-      'No terminal evidence arrived by the deadline, even after asking the device for its real state. The outcome is unknown, not failed.',
+      'No terminal evidence arrived by the deadline: the device, asked for its real state, gave none, or could not be asked within a bounded grace, or the host stopped before sending the command (the detail says which). The outcome is unknown, not failed.',
     ends: 'timeout',
+    retry: 'after_fresh_state_read',
+  },
+  UNPROVEN_COMPLETION: {
+    meaning:
+      'The device claimed completed without verified evidence (verified false or evidence none); the host does not report that as completed, and the detail carries the claim.',
+    ends: 'failed',
     retry: 'after_fresh_state_read',
   },
   MOTOR_STALL: {

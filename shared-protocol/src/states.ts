@@ -56,15 +56,15 @@ export const STATE_MEANING: Record<LifecycleState, { means: string; does_not_mea
     does_not_mean: 'That the actuator reached the target: nothing observed it.',
   },
   failed: {
-    means: 'The device tried and the evidence contradicts the target, or the device rebooted mid-command; error_code says which.',
+    means: 'The device tried and the evidence contradicts the target, the device rebooted mid-command, or it claimed completed without verified evidence; error_code says which.',
     does_not_mean: 'That the actuator is back where it was: read the device state.',
   },
   rejected: {
-    means: 'Refused before acting (invalid args, offline, busy, unknown action); nothing moved.',
+    means: 'Refused before acting (invalid args, offline, busy, unknown action, not homed, state read required); nothing moved.',
     does_not_mean: 'That the device is faulty.',
   },
   timeout: {
-    means: 'No terminal evidence by the deadline, even after asking the device for its real state.',
+    means: 'No terminal evidence by the deadline: the device, asked for its real state, gave none, or could not be asked within a bounded grace, or the host stopped before sending the command.',
     does_not_mean: 'That the action failed: the outcome is unknown.',
   },
   cancelled: {

@@ -44,7 +44,7 @@ export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what
 }
 
 export async function startE2E(
-  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Engine } = {},
+  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Engine; firmwareFile?: string; offlineGraceMs?: number } = {},
 ): Promise<E2E> {
   const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
   const logs: Record<string, unknown>[] = [];
@@ -63,11 +63,12 @@ export async function startE2E(
       port: 0,
       sims: o.sims ?? [{ boardFile: RELAY_BOARD }],
       faults: o.faults,
+      firmwareFile: o.firmwareFile,
       logger,
       // A real interpreter answers from its own event loop, which idles up to 50 ms between polls of
       // its sockets (Linux build), on a machine shared by several runs: give it a slower heartbeat.
       heartbeatMs: o.engine === 'espruino' ? 400 : 150,
-      offlineGraceMs: 8000,
+      offlineGraceMs: o.offlineGraceMs ?? 8000,
       seed: 7,
       engine: o.engine,
     });

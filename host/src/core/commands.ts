@@ -88,8 +88,11 @@ export class Commands extends EventEmitter {
     if (input.request_id !== undefined) {
       const prior = this.journal.byRequest(dev, input.request_id);
       if (prior) {
-        if (prior.action === input.action && sameArgs(prior.args, input.args)) return this.view(prior);
-        return this.view(
+        const same = prior.action === input.action && sameArgs(prior.args, input.args);
+        // DEVICE_OFFLINE means nothing was sent: a retry with the same request_id runs as a new
+        // command (new command_id); the rejection stays in the journal under its own id.
+        if (same && !neverSent(prior)) return this.view(prior);
+        if (!same) return this.view(
           this.rejectNew(input, 'INVALID_ARGS', `request_id ${input.request_id} was already used on ${dev} for ${prior.action} ${JSON.stringify(prior.args)} (${prior.command_id}); use a new request_id for a different command`, false),
         );
       }
@@ -265,6 +268,22 @@ export class Commands extends EventEmitter {
     c.device_state_at = this.clock.now();
     const axis = f.s.axes?.find((a) => a.axis === c.args.axis);
     if (axis) c.position = axis.pos;
+    if (f.st === 'completed' && (f.ver !== true || f.ev === 'none')) {
+      // Defence in depth: the validator refuses such a frame, but "completed" is the one promise
+      // agents act on, so the core checks it again, whatever reached it.
+      const claim = `completed, evidence=${String(f.ev)}, verified=${String(f.ver)}${f.msg ? ': ' + f.msg : ''}`;
+      this.log.warn({ evt: 'unproven_completion', device_id: dev, rid: f.rid, claim }, 'device claimed completed without verified evidence');
+      this.finish(c, 'failed', {
+        code: 'UNPROVEN_COMPLETION',
+        detail: `device ${dev} claimed ${claim}; completed needs verified evidence, so the host records failed. The actuator state is unknown: read the device state before retrying.`,
+        evidence: f.ev,
+        verified: false,
+        executed: true,
+        accepted: true,
+      });
+      s.send({ t: 'rack', rid: f.rid });
+      return;
+    }
     this.finish(c, f.st, {
       code: f.code,
       detail: f.msg ?? null,
@@ -494,6 +513,11 @@ export class Commands extends EventEmitter {
       device_state_age_ms: c.device_state_at === null ? null : now - c.device_state_at,
     };
   }
+}
+
+/** A rejection for an offline or unknown device: the request never reached any device. */
+function neverSent(c: CommandRecord): boolean {
+  return c.state === 'rejected' && c.error_code === 'DEVICE_OFFLINE';
 }
 
 function sameArgs(a: Record<string, unknown>, b: Record<string, unknown>): boolean {

@@ -99,7 +99,11 @@ CREATE TABLE IF NOT EXISTS commands (
   device_state_at INTEGER,
   sends INTEGER NOT NULL DEFAULT 0
 );
-CREATE UNIQUE INDEX IF NOT EXISTS commands_request ON commands(device_id, request_id);
+-- A request_id names at most one command that could have reached a device; DEVICE_OFFLINE
+-- rejections (nothing was sent) may repeat it, so a retry after one can run.
+CREATE UNIQUE INDEX IF NOT EXISTS commands_request_sent ON commands(device_id, request_id)
+  WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE');
+CREATE INDEX IF NOT EXISTS commands_request_all ON commands(device_id, request_id);
 CREATE INDEX IF NOT EXISTS commands_open ON commands(state) WHERE terminal_at IS NULL;
 CREATE TABLE IF NOT EXISTS command_events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -187,6 +191,8 @@ export class Journal {
     // SQLite gives -wal/-shm the mode of the database file; make sure of it for files from before.
     for (const f of [path + '-wal', path + '-shm']) if (path !== ':memory:' && existsSync(f)) chmodSync(f, 0o600);
     this.db.pragma('synchronous = NORMAL');
+    // Earlier journals made (device_id, request_id) unique outright, which kept a retry after DEVICE_OFFLINE from running.
+    this.db.exec('DROP INDEX IF EXISTS commands_request');
     this.db.exec(SCHEMA);
     this.migrate();
     const cols = Object.keys(toRow(blankCommand())).join(', ');
@@ -201,7 +207,10 @@ export class Journal {
       insert: this.db.prepare(`INSERT INTO commands (${cols}) VALUES (${vals})`),
       update: this.db.prepare(`UPDATE commands SET ${sets} WHERE command_id = @command_id`),
       get: this.db.prepare('SELECT * FROM commands WHERE command_id = ?'),
-      byRequest: this.db.prepare('SELECT * FROM commands WHERE device_id = ? AND request_id = ?'),
+      // The command that could have reached the device, else the newest DEVICE_OFFLINE rejection.
+      byRequest: this.db.prepare(
+        "SELECT * FROM commands WHERE device_id = ? AND request_id = ? ORDER BY (state = 'rejected' AND error_code = 'DEVICE_OFFLINE'), rowid DESC LIMIT 1",
+      ),
       lastTerminal: this.db.prepare(
         'SELECT * FROM commands WHERE device_id = ? AND action = ? AND terminal_at IS NOT NULL ORDER BY terminal_at DESC, rowid DESC LIMIT 50',
       ),

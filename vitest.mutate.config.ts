@@ -1,0 +1,35 @@
+// The tests Stryker runs against each mutant of the truth path: the specs that import the
+// protocol and the host core from source (the firmware suites run the built bundle and are
+// mutated by scripts/mutate-firmware.mjs instead). The workspace packages are aliased to the
+// sources next to this file: in Stryker's sandbox, node_modules/@proofrig/* would otherwise
+// resolve to the original, unmutated folders.
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^@proofrig\/protocol\/clock$/, replacement: here('./shared-protocol/src/clock.ts') },
+      { find: /^@proofrig\/protocol$/, replacement: here('./shared-protocol/src/index.ts') },
+      { find: /^@proofrig\/sim$/, replacement: here('./sim/src/index.ts') },
+    ],
+  },
+  test: {
+    include: [
+      'test/host-core.test.ts',
+      'test/protocol-*.test.ts',
+      'test/mcp-tools.test.ts',
+      'test/link-contract.test.ts',
+      'test/boards.test.ts',
+      'test/readme.test.ts',
+    ],
+    testTimeout: 30000,
+    hookTimeout: 30000,
+    pool: 'forks',
+    // One worker, modules shared between files: a mutant run is mostly start-up time otherwise.
+    isolate: false,
+    maxWorkers: 1,
+  },
+});
