@@ -2,6 +2,7 @@
 // again on the device before touching a pin, from this one definition.
 import type { BoardDef } from './board.js';
 import { findAxis, findRelay } from './board.js';
+import { MIN_STEP_HZ } from './constants.js';
 
 // idempotent: a retry with the same request_id is safe (the device's dedupe ring answers it).
 // always: executes even while the target is busy and even for a request_id already seen.
@@ -38,6 +39,11 @@ export interface StopArgs {
   axis?: string;
 }
 
+/** Slowest cruise speed an axis can be driven at, mm/s: the firmware's step-rate floor. */
+export function minSpeedMmS(stepsPerMm: number): number {
+  return MIN_STEP_HZ / stepsPerMm;
+}
+
 export function isActionName(a: unknown): a is ActionName {
   return typeof a === 'string' && Object.prototype.hasOwnProperty.call(ACTIONS, a);
 }
@@ -69,8 +75,9 @@ export function checkStepperMoveArgs(p: Record<string, unknown>, board: BoardDef
   if (p.mm < ax.travel.min_mm || p.mm > ax.travel.max_mm)
     return 'target ' + p.mm + ' mm is outside the travel of axis ' + ax.axis + ': ' + ax.travel.min_mm + '..' + ax.travel.max_mm + ' mm';
   if (p.speed !== undefined) {
-    if (typeof p.speed !== 'number' || !isFinite(p.speed) || p.speed <= 0 || p.speed > ax.max_speed_mm_s)
-      return 'speed must be a number in (0, ' + ax.max_speed_mm_s + '] mm/s for axis ' + ax.axis;
+    const lo = minSpeedMmS(ax.steps_per_mm);
+    if (typeof p.speed !== 'number' || !isFinite(p.speed) || p.speed < lo || p.speed > ax.max_speed_mm_s)
+      return 'speed must be a number in [' + lo + ', ' + ax.max_speed_mm_s + '] mm/s for axis ' + ax.axis + ' (its slowest step rate is ' + MIN_STEP_HZ + ' Hz)';
   }
   return null;
 }

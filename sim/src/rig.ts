@@ -15,7 +15,7 @@ import { resolveFault, type AxisFault, type AxisFaultSpec, type RelayFault } fro
 import { Gpio, isValidPin } from './gpio.js';
 import { DEFAULT_DROP_MS, SimLink, type DropDirection } from './link.js';
 import { defaultConnect, type ConnectFn } from './net.js';
-import { randomSeed, rngStreams, type Rng } from './prng.js';
+import { mulberry32, randomSeed, rngStreams, type Rng } from './prng.js';
 import { RelayModel, type RelayState } from './relay-model.js';
 import { SlideModel, type AxisState } from './slide-model.js';
 import { SimStorage } from './storage.js';
@@ -67,6 +67,9 @@ export class SimRig extends EventEmitter {
   private pendingBoot: TimerHandle | undefined;
   private dead = false;
   private consoleServer: SimConsole | undefined;
+  /** Seed of the last boot's firmware randomness (E.hwRand, Math.random), and whether the next boot reuses it. */
+  private bootSeed: number | undefined;
+  private repeatBootSeed = false;
 
   constructor(opts: SimRigOptions) {
     super();
@@ -139,7 +142,7 @@ export class SimRig extends EventEmitter {
       storage: this.storage,
       link: this.link,
       connect: this.connectFn,
-      rng: this.firmwareRng,
+      rng: this.bootRng(),
       sourceLength: source.length,
       reboot: (why) => this.hardReset(boot, why),
       onWrite: (pin, level) => this.safeEmit('write', pin, level),
@@ -179,9 +182,14 @@ export class SimRig extends EventEmitter {
     return this.consoleServer.listen(port);
   }
 
-  /** Power cut now; everything of the running boot stops dead; boots again after offMs. Emits 'powerloss'. */
-  powerLoss(offMs: number = DEFAULT_OFF_MS): void {
+  /**
+   * Power cut now; everything of the running boot stops dead; boots again after offMs. Emits 'powerloss'.
+   * `repeatRandom`: the next boot's E.hwRand/Math.random replay the last boot's sequence, as on a real
+   * Espruino whose hwRand is C rand() from a fixed seed (so a boot id drawn from it repeats).
+   */
+  powerLoss(offMs: number = DEFAULT_OFF_MS, opts: { repeatRandom?: boolean } = {}): void {
     if (this.dead) return;
+    this.repeatBootSeed = opts.repeatRandom === true;
     this.cancelPendingBoot();
     this.teardown();
     this.gpio.setPowered(false);
@@ -303,6 +311,13 @@ export class SimRig extends EventEmitter {
       this.pendingBoot = undefined;
       this.bootLater();
     }, REBOOT_MS);
+  }
+
+  /** Each boot's firmware randomness is its own stream, drawn from the rig's seed (or the last boot's again). */
+  private bootRng(): Rng {
+    if (!this.repeatBootSeed || this.bootSeed === undefined) this.bootSeed = Math.floor(this.firmwareRng() * 4294967296) >>> 0;
+    this.repeatBootSeed = false;
+    return mulberry32(this.bootSeed);
   }
 
   private teardown(): void {

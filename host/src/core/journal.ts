@@ -29,6 +29,8 @@ export interface CommandRecord {
   device_state: DeviceState | null;
   device_state_at: number | null;
   sends: number;
+  /** When the host last sent it to the device (null: never). */
+  sent_at: number | null;
 }
 
 export interface DeviceRecord {
@@ -69,7 +71,8 @@ CREATE TABLE IF NOT EXISTS commands (
   position REAL,
   device_state TEXT,
   device_state_at INTEGER,
-  sends INTEGER NOT NULL DEFAULT 0
+  sends INTEGER NOT NULL DEFAULT 0,
+  sent_at INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS commands_request ON commands(device_id, request_id);
 CREATE INDEX IF NOT EXISTS commands_open ON commands(state) WHERE terminal_at IS NULL;
@@ -117,6 +120,7 @@ function toRecord(r: Row): CommandRecord {
     device_state: r.device_state ? JSON.parse(r.device_state as string) : null,
     device_state_at: (r.device_state_at as number | null) ?? null,
     sends: r.sends as number,
+    sent_at: (r.sent_at as number | null) ?? null,
   };
 }
 
@@ -139,7 +143,9 @@ export class Journal {
   constructor(path: string) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+    // FULL: every commit is fsynced (WAL included) before the host acts on it, so a power loss or OS
+    // crash cannot roll back a command the host already sent. Cost measured in the README.
+    this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
     this.migrate();
     const cols = Object.keys(toRow(blankCommand())).join(', ');
@@ -156,7 +162,8 @@ export class Journal {
       get: this.db.prepare('SELECT * FROM commands WHERE command_id = ?'),
       byRequest: this.db.prepare('SELECT * FROM commands WHERE device_id = ? AND request_id = ?'),
       lastTerminal: this.db.prepare(
-        'SELECT * FROM commands WHERE device_id = ? AND action = ? AND terminal_at IS NOT NULL ORDER BY terminal_at DESC, rowid DESC LIMIT 50',
+        // Refusals never reached the axis: they are not its last motion.
+        "SELECT * FROM commands WHERE device_id = ? AND action = ? AND terminal_at IS NOT NULL AND state != 'rejected' ORDER BY terminal_at DESC, rowid DESC LIMIT 50",
       ),
       open: this.db.prepare('SELECT * FROM commands WHERE terminal_at IS NULL ORDER BY submitted_at'),
       event: this.db.prepare('INSERT INTO command_events (command_id, at, state, note) VALUES (?, ?, ?, ?)'),
@@ -174,6 +181,7 @@ export class Journal {
   private migrate(): void {
     const have = new Set((this.db.prepare('PRAGMA table_info(commands)').all() as { name: string }[]).map((c) => c.name));
     if (!have.has('position')) this.db.exec('ALTER TABLE commands ADD COLUMN position REAL');
+    if (!have.has('sent_at')) this.db.exec('ALTER TABLE commands ADD COLUMN sent_at INTEGER');
   }
 
   insert(c: CommandRecord, note: string | null = null): void {
@@ -201,7 +209,7 @@ export class Journal {
     return r ? toRecord(r) : undefined;
   }
 
-  /** Most recent terminal commands of an action on a device, newest first. */
+  /** Most recent terminal commands of an action on a device that were not refused, newest first. */
   lastTerminal(deviceId: string, action: string): CommandRecord[] {
     return (this.stmts.lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
   }
@@ -273,5 +281,6 @@ export function blankCommand(): CommandRecord {
     device_state: null,
     device_state_at: null,
     sends: 0,
+    sent_at: null,
   };
 }
