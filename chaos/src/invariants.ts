@@ -129,8 +129,12 @@ export class Checker {
     if (kind === 'send' && f.t === 'res' && typeof f.rid === 'string') {
       const k = this.key(dev, f.rid);
       const list = this.results.get(k) ?? [];
-      const at = f.st === 'completed' ? this.atTarget(dev, f.rid, String(f.ev)) : { ok: null, why: '' };
-      list.push({ st: String(f.st), gen: this.gens.get(dev) ?? 0, at: this.clock.now(), atTarget: at.ok, why: at.why });
+      const gen = this.gens.get(dev) ?? 0;
+      // The moment that counts is when the device decided (first sent) it; later sends replay it.
+      if (!list.some((r) => r.gen === gen && r.st === f.st)) {
+        const at = f.st === 'completed' ? this.atTarget(dev, f.rid, String(f.ev)) : { ok: null, why: '' };
+        list.push({ st: String(f.st), gen, at: this.clock.now(), atTarget: at.ok, why: at.why });
+      }
       this.results.set(k, list);
       const t = this.timeouts.get(k);
       if (t && t.online && t.gen === this.gens.get(dev)) {

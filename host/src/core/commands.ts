@@ -70,6 +70,8 @@ export class Commands extends EventEmitter {
   private closed = false;
   /** How often a device said "done" after the deadline without its result arriving. */
   private doneWaits = new Map<string, number>();
+  /** Commands whose deadline was extended once because the device said it was still running them. */
+  private runWaits = new Set<string>();
 
   constructor(
     private readonly journal: Journal,
@@ -398,6 +400,17 @@ export class Commands extends EventEmitter {
       this.journal.update(c, false, 'device says done after the deadline; waiting for its result frame');
       return;
     }
+    if (answer.rst === 'running' && !this.runWaits.has(id)) {
+      // It has it and is working on it (a delayed frame, a slow link): one fresh execution window
+      // before giving up, so a result that is on its way is not replaced by a timeout.
+      this.runWaits.add(id);
+      const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
+      const ms = plan.ok ? plan.deadlineMs : wait;
+      c.deadline_at = this.clock.now() + ms;
+      c.updated_at = this.clock.now();
+      this.journal.update(c, false, `deadline passed with the device still running it; waiting ${ms} ms more once`);
+      return this.arm(id, ms);
+    }
     if (answer.rst === 'unknown' && c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent && c.sends < 2) {
       const s = this.devices.session(dev)!;
       c.sends++;
@@ -459,6 +472,7 @@ export class Commands extends EventEmitter {
     this.clock.clearTimeout(this.waiting.get(c.command_id));
     this.waiting.delete(c.command_id);
     this.doneWaits.delete(c.command_id);
+    this.runWaits.delete(c.command_id);
     this.logTerminal(c);
     this.changed(c);
   }
