@@ -203,8 +203,24 @@ describe('after the deadline the host asks the device before deciding', () => {
     expect(core.status(s.command_id)!.state).toBe('completed');
   });
 
-  it('a device that still runs it at the deadline ends timeout (outcome unknown), not failed', async () => {
+  it('a device that still runs it at the deadline gets one more execution window; a result on its way is not replaced by a timeout', async () => {
     const { d, s, rid, query } = await pastDeadline(true);
+    d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
+    await flush();
+    expect(core.status(s.command_id)!.terminal).toBe(false);
+    d.send({ t: 'res', rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('completed');
+  });
+
+  it('a device that still runs it after the extra window ends timeout (outcome unknown), not failed', async () => {
+    const { d, s, rid, query } = await pastDeadline(true);
+    d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
+    await flush();
+    const first = query().q;
+    clock.advance(s.deadline_ms!);
+    await flush();
+    expect(query().q).not.toBe(first);
     d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
     await flush();
     expect(core.status(s.command_id)!).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT', executed: false, verified: false });
@@ -329,6 +345,8 @@ describe('motion commands', () => {
     const retry = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
     expect(retry).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED' });
     expect(retry.detail).toMatch(/MOTOR_STALL at 70.02 mm.*refresh=true/);
+    // Asking again does not get round it: the refusal never reached the axis and is not its last motion.
+    expect(core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } })).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED' });
     // Read the real state, then the axis may move again.
     const status = core.deviceStatus('slide', true);
     await flush();

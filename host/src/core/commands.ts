@@ -130,7 +130,8 @@ export class Commands extends EventEmitter {
     }
     if (!last || (last.state !== 'failed' && last.state !== 'timeout')) return null;
     const read = this.devices.refreshedAt(dev);
-    if (read !== null && read > last.terminal_at!) return null;
+    // A read answered in the same millisecond the fault was journaled came after it (both are sequential here).
+    if (read !== null && read >= last.terminal_at!) return null;
     return `axis ${String(args.axis)} ended its last motion ${last.command_id} ${last.state}${last.error_code ? ' ' + last.error_code : ''}${
       last.position !== null ? ' at ' + last.position + ' mm' : ''
     }; read its real state with get_device_status refresh=true before moving it again`;
