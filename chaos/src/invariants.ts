@@ -111,6 +111,8 @@ export class Checker {
   }
 
   frame(kind: 'send' | 'deliver' | 'delivered', dev: string, dir: 'to_host' | 'to_device', text: string): void {
+    // Only commands to the device and results from it matter here; skip parsing the rest.
+    if (dir === 'to_device' ? kind === 'send' || !text.includes('"cmd"') : kind !== 'send' || !text.includes('"res"')) return;
     let f: Record<string, unknown>;
     try {
       f = JSON.parse(text);

@@ -83,6 +83,13 @@ export class VirtualClock implements Clock {
     this.t = end;
   }
 
+  /** When the earliest waiting timer falls due (undefined when none waits). */
+  get nextDue(): number | undefined {
+    let at: number | undefined;
+    for (const p of this.pending) if (at === undefined || p.at < at) at = p.at;
+    return at;
+  }
+
   /** Number of timers waiting. */
   get timers(): number {
     return this.pending.length;
