@@ -223,10 +223,11 @@ export class Commands extends EventEmitter {
     if (!c || isTerminal(c.state)) return;
     const dev = c.device_id;
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
+    const sentAt = c.sent_at;
     const answer = await this.devices.query(dev, c.request_id, wait);
     if (this.closed) return;
     c = this.journal.get(id);
-    if (!c || isTerminal(c.state)) return;
+    if (!c || isTerminal(c.state) || c.sent_at !== sentAt) return;
     const s = this.devices.session(dev);
     if (!answer || !s) return; // the deadline (or the next reconnect) decides
     c.device_state = answer.s;
@@ -385,10 +386,13 @@ export class Commands extends EventEmitter {
     const dev = c.device_id;
     if (!this.devices.session(dev)) return this.awaitDevice(c, 'deadline passed while the device is offline; waiting for it to reconnect');
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
+    const sentAt = c.sent_at;
     const answer = await this.devices.query(dev, c.request_id, wait);
     if (this.closed) return;
     c = this.journal.get(id);
     if (!c || isTerminal(c.state)) return;
+    // Re-sent while we asked (a reconnect): the answer is about the old send; the new one has its own deadline.
+    if (c.sent_at !== sentAt) return;
     // No answer: the link is probably dead even if its heartbeat has not timed out yet.
     if (!answer) return this.awaitDevice(c, `device did not answer a state query within ${wait} ms; waiting for it to reconnect`);
     c.device_state = answer.s;
