@@ -68,7 +68,7 @@ for (let i = 0; i < o.runs; i++) {
     }
     console.log(`  replay: npm run chaos -- --seed ${seed} --runs 1 --devices ${o.devices} --minutes ${o.minutes} --trace`);
   }
-  if ((i + 1) % 100 === 0) {
+  if ((i + 1) % 10 === 0) {
     console.error(`… ${i + 1}/${o.runs} seeds, ${failing.length} failing`);
     report(i + 1, false);
   }
