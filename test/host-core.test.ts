@@ -474,8 +474,24 @@ describe('after the deadline the host asks the device before deciding', () => {
     expect(core.status(s.command_id)!.state).toBe('completed');
   });
 
-  it('a device that still runs it at the deadline ends timeout (outcome unknown), not failed', async () => {
+  it('a device that still runs it at the deadline gets one more execution window; a result on its way is not replaced by a timeout', async () => {
     const { d, s, rid, query } = await pastDeadline(true);
+    d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
+    await flush();
+    expect(core.status(s.command_id)!.terminal).toBe(false);
+    d.send({ t: 'res', rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('completed');
+  });
+
+  it('a device that still runs it after the extra window ends timeout (outcome unknown), not failed', async () => {
+    const { d, s, rid, query } = await pastDeadline(true);
+    d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
+    await flush();
+    const first = query().q;
+    clock.advance(s.deadline_ms!);
+    await flush();
+    expect(query().q).not.toBe(first);
     d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
     await flush();
     expect(core.status(s.command_id)!).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT', executed: false, verified: false });
@@ -535,6 +551,45 @@ describe('reboots and restarts', () => {
     expect(core.status(s.command_id)!).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED', executed: false, verified: false });
   });
 
+  /** Reconnect with the same boot id; answer the host's query about rid with this uptime and status. */
+  async function sameBootAgain(rid: string, up: number, rst: 'unknown' | 'running' | 'done') {
+    const d2 = new FakeDevice(core, 'rig1', SECRET, 'boot0001');
+    await d2.connect();
+    const q = d2.of('q').find((f) => f.rid === rid)!;
+    expect(q).toBeDefined();
+    expect(d2.of('cmd')).toEqual([]); // nothing is re-sent before the device was asked
+    d2.send({ t: 'state', q: q.q, s: { ...d2.state(), up }, rid, rst });
+    await flush();
+    return d2;
+  }
+
+  it('a reboot that keeps its boot id (uptime shorter than the time since sending) fails DEVICE_REBOOTED and is never re-sent', async () => {
+    const d = await online('boot0001');
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true } });
+    await flush();
+    const rid = d.of('cmd')[0].rid as string;
+    clock.advance(5000);
+    d.link.close('power loss');
+    await flush();
+    const d2 = await sameBootAgain(rid, 300, 'unknown');
+    expect(core.status(s.command_id)!).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED' });
+    expect(core.status(s.command_id)!.detail).toMatch(/same boot id.*cannot tell whether the hardware acted/);
+    expect(d2.of('cmd')).toEqual([]);
+  });
+
+  it('a network blip (same boot, uptime covers the send) re-sends a command the device never received, with the same request_id', async () => {
+    const d = await online('boot0001');
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true } });
+    await flush();
+    const rid = d.of('cmd')[0].rid as string;
+    clock.advance(100);
+    d.link.close('blip');
+    await flush();
+    const d2 = await sameBootAgain(rid, 60_000, 'unknown');
+    expect(d2.of('cmd').map((f) => f.rid)).toEqual([rid]);
+    expect(core.status(s.command_id)!.terminal).toBe(false);
+  });
+
   it('after a host restart the journal still answers for earlier commands', async () => {
     const d = await online();
     const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 4, on: true } });
@@ -560,6 +615,16 @@ describe('motion commands', () => {
     await flush();
     return d;
   }
+
+  it('a speed below the slowest step rate the firmware drives is refused INVALID_ARGS (no Infinity estimate, no clamped deadline)', async () => {
+    await stepperOnline();
+    for (const speed of [5e-324, 1e-5, 0.2]) {
+      const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 10, speed } });
+      expect(s).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
+      expect(s.detail).toMatch(/speed must be a number in \[0.25, 30\] mm\/s.*50 Hz/);
+      expect(Number.isFinite(s.estimated_seconds)).toBe(true);
+    }
+  });
 
   it('a target outside travel is rejected before anything is sent', async () => {
     const d = await stepperOnline();
@@ -600,6 +665,8 @@ describe('motion commands', () => {
     const retry = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
     expect(retry).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED' });
     expect(retry.detail).toMatch(/MOTOR_STALL at 70.02 mm.*refresh=true/);
+    // Asking again does not get round it: the refusal never reached the axis and is not its last motion.
+    expect(core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } })).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED' });
     // Read the real state, then the axis may move again.
     const status = core.deviceStatus('slide', true);
     await flush();

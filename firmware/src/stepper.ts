@@ -5,7 +5,7 @@
 // one that counted short (failed). Per-axis state lives in parallel arrays indexed like
 // board.steppers; every callback is made at init, none per command, edge or tick.
 import type { AxisState, BoardDef, ErrorCode, StepperDef, SwitchDef } from '@proofrig/protocol';
-import { checkStepperHomeArgs, checkStepperMoveArgs, checkStopArgs, softLimits } from '@proofrig/protocol';
+import { checkStepperHomeArgs, checkStepperMoveArgs, checkStopArgs, MIN_STEP_HZ, softLimits } from '@proofrig/protocol';
 import type { Action, Done } from './action';
 import { pinInput, pinOutput, pinPwm, pinRead, pinWatch, pinWrite } from './hal';
 
@@ -17,8 +17,8 @@ export const TICK_MS = 20;
 export const STOP_SNAP_MS = 20;
 /** Shortest gap between two progress frames of one command. */
 export const PROG_MS = 250;
-/** Slowest step rate while moving, so a move always finishes. */
-export const MIN_HZ = 50;
+/** Slowest step rate while moving, so a move always finishes (the protocol refuses speeds below it). */
+export const MIN_HZ = MIN_STEP_HZ;
 
 const IDLE = 0;
 const MOVE = 1;

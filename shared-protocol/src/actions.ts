@@ -3,6 +3,7 @@
 import type { BoardDef } from './board.js';
 import { findAxis, findRelay, softLimits } from './board.js';
 import { echo } from './check.js';
+import { MIN_STEP_HZ } from './constants.js';
 
 // idempotent: a retry with the same request_id is safe (the device's dedupe ring answers it).
 // always: executes even while the target is busy and even for a request_id already seen.
@@ -41,6 +42,11 @@ export interface StopArgs {
   axis?: string;
 }
 
+/** Slowest cruise speed an axis can be driven at, mm/s: the firmware's step-rate floor. */
+export function minSpeedMmS(stepsPerMm: number): number {
+  return MIN_STEP_HZ / stepsPerMm;
+}
+
 export function isActionName(a: unknown): a is ActionName {
   return typeof a === 'string' && Object.prototype.hasOwnProperty.call(ACTIONS, a);
 }
@@ -73,8 +79,9 @@ export function checkStepperMoveArgs(p: Record<string, unknown>, board: BoardDef
   if (p.mm < lim.min_mm || p.mm > lim.max_mm)
     return 'target ' + p.mm + ' mm is outside the ' + (ax.soft_limits ? 'soft limits' : 'travel') + ' of axis ' + ax.axis + ': ' + lim.min_mm + '..' + lim.max_mm + ' mm';
   if (p.speed !== undefined) {
-    if (typeof p.speed !== 'number' || !isFinite(p.speed) || p.speed <= 0 || p.speed > ax.max_speed_mm_s)
-      return 'speed must be a number in (0, ' + ax.max_speed_mm_s + '] mm/s for axis ' + ax.axis;
+    const lo = minSpeedMmS(ax.steps_per_mm);
+    if (typeof p.speed !== 'number' || !isFinite(p.speed) || p.speed < lo || p.speed > ax.max_speed_mm_s)
+      return 'speed must be a number in [' + lo + ', ' + ax.max_speed_mm_s + '] mm/s for axis ' + ax.axis + ' (its slowest step rate is ' + MIN_STEP_HZ + ' Hz)';
   }
   return null;
 }

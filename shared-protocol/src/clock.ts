@@ -28,6 +28,9 @@ export const realClock: Clock = {
   },
 };
 
+/** Node's largest timer delay; larger ones fire after 1 ms. */
+const TIMEOUT_MAX = 2147483647;
+
 interface Pending {
   id: number;
   at: number;
@@ -54,6 +57,8 @@ export class VirtualClock implements Clock {
   }
 
   setTimeout(fn: () => void, ms: number): TimerHandle {
+    // As Node's setTimeout: a delay above 2^31-1 ms (or NaN) becomes 1 ms, so virtual runs show what real ones do.
+    if (!(ms <= TIMEOUT_MAX)) ms = 1;
     const p = { id: this.nextId++, at: this.t + Math.max(0, ms), seq: this.seq++, fn };
     this.pending.push(p);
     return { id: p.id };
@@ -76,6 +81,13 @@ export class VirtualClock implements Clock {
       next.fn();
     }
     this.t = end;
+  }
+
+  /** When the earliest waiting timer falls due (undefined when none waits). */
+  get nextDue(): number | undefined {
+    let at: number | undefined;
+    for (const p of this.pending) if (at === undefined || p.at < at) at = p.at;
+    return at;
   }
 
   /** Number of timers waiting. */

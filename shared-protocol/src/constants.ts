@@ -28,3 +28,10 @@ export const MAX_STATE_AXES = 16;
 export function authMessage(dev: string, boot: string, clientNonce: string, serverNonce: string): string {
   return 'proofrig-auth-1|' + dev + '|' + boot + '|' + clientNonce + '|' + serverNonce;
 }
+
+/**
+ * Slowest step rate a moving axis runs at (the firmware floors its profile here so a move always
+ * finishes). A cruise speed below MIN_STEP_HZ / steps_per_mm would not be the speed driven, so the
+ * estimate and deadline would be wrong: it is refused (minSpeedMmS).
+ */
+export const MIN_STEP_HZ = 50;

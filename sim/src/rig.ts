@@ -16,7 +16,7 @@ import { Gpio, isValidPin } from './gpio.js';
 import { EspruinoEngine, espruinoBinary, readFirmware } from './espruino-engine.js';
 import { DEFAULT_DROP_MS, SimLink, type DropDirection } from './link.js';
 import { defaultConnect, type ConnectFn } from './net.js';
-import { randomSeed, rngStreams, type Rng } from './prng.js';
+import { mulberry32, randomSeed, rngStreams, type Rng } from './prng.js';
 import { RelayModel, type RelayState } from './relay-model.js';
 import { SlideModel, type AxisState } from './slide-model.js';
 import { SimStorage } from './storage.js';
@@ -237,7 +237,10 @@ export class SimRig extends EventEmitter {
     return this.consoleServer.listen(port);
   }
 
-  /** Power cut now; everything of the running boot stops dead; boots again after offMs. Emits 'powerloss'. */
+  /**
+   * Power cut now; everything of the running boot stops dead; boots again after offMs. Emits 'powerloss'.
+   * Every boot's E.hwRand/Math.random replay Espruino's fixed C rand() sequence, as on the chip.
+   */
   powerLoss(offMs: number = DEFAULT_OFF_MS): void {
     if (this.dead) return;
     this.cancelPendingBoot();

@@ -70,6 +70,8 @@ export class Commands extends EventEmitter {
   private closed = false;
   /** How often a device said "done" after the deadline without its result arriving. */
   private doneWaits = new Map<string, number>();
+  /** Commands whose deadline was extended once because the device said it was still running them. */
+  private runWaits = new Set<string>();
 
   constructor(
     private readonly journal: Journal,
@@ -131,7 +133,8 @@ export class Commands extends EventEmitter {
     }
     if (!last || (last.state !== 'failed' && last.state !== 'timeout')) return null;
     const read = this.devices.refreshedAt(dev);
-    if (read !== null && read > last.terminal_at!) return null;
+    // A read answered in the same millisecond the fault was journaled came after it (both are sequential here).
+    if (read !== null && read >= last.terminal_at!) return null;
     return `axis ${String(args.axis)} ended its last motion ${last.command_id} ${last.state}${last.error_code ? ' ' + last.error_code : ''}${
       last.position !== null ? ' at ' + last.position + ' mm' : ''
     }; read its real state with get_device_status refresh=true before moving it again`;
@@ -192,7 +195,11 @@ export class Commands extends EventEmitter {
 
   // ---- device events ----------------------------------------------------------------
 
-  /** A device came online. A new boot id fails everything it had in flight; the same boot gets unacknowledged idempotent commands again. */
+  /**
+   * A device came online. A new boot id fails everything it had in flight. The same boot id may be a
+   * network blip or a reboot that repeated its id (Espruino's hwRand is a fixed sequence), so nothing
+   * is re-sent blindly: each open command is first asked about (reconcile).
+   */
   online(s: Session, previousBoot: string | null): void {
     const dev = s.dev!;
     const open = this.journal.open().filter((c) => c.device_id === dev);
@@ -205,20 +212,79 @@ export class Commands extends EventEmitter {
         });
         continue;
       }
-      if (rebooted) continue;
-      if (c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent) {
-        // The device may never have received it; its dedupe ring makes a repeat of the same request_id harmless.
-        c.sends++;
-        c.updated_at = this.clock.now();
-        this.journal.update(c, false, `re-sent after reconnect (send #${c.sends}, same request_id)`);
-        s.send({ t: 'cmd', rid: c.request_id, a: c.action, p: c.args });
-      }
-      if (this.waiting.has(c.command_id) || (c.deadline_at !== null && c.deadline_at <= this.clock.now())) {
-        this.clock.clearTimeout(this.waiting.get(c.command_id));
-        this.waiting.delete(c.command_id);
-        void this.expire(c.command_id);
-      }
+      if (rebooted || c.boot_id === null) continue;
+      void this.reconcile(c.command_id);
     }
+  }
+
+  /**
+   * Ask the device about an open command of its current boot id and act on what it says:
+   * - its uptime is shorter than the time since the command was sent: it restarted although the
+   *   boot id is the same; the command's outcome was lost with that boot (never re-sent);
+   * - running: it has it; the deadline gets a fresh window if it already passed;
+   * - done: the stored result follows the state frame;
+   * - unknown: the ring never forgets an unconfirmed request, so this boot never received it: re-sent
+   *   (idempotent actions only), into a ring that will dedupe it.
+   */
+  private async reconcile(id: string): Promise<void> {
+    let c = this.journal.get(id);
+    if (!c || isTerminal(c.state)) return;
+    const dev = c.device_id;
+    const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
+    const sentAt = c.sent_at;
+    const answer = await this.devices.query(dev, c.request_id, wait);
+    if (this.closed) return;
+    c = this.journal.get(id);
+    if (!c || isTerminal(c.state) || c.sent_at !== sentAt) return;
+    const s = this.devices.session(dev);
+    if (!answer || !s) return; // the deadline (or the next reconnect) decides
+    c.device_state = answer.s;
+    c.device_state_at = this.clock.now();
+    if (this.restartedSince(c, answer.s.up)) return;
+    const now = this.clock.now();
+    if (answer.rst === 'running') {
+      if (c.deadline_at !== null && c.deadline_at <= now) {
+        const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
+        const ms = plan.ok ? plan.deadlineMs : this.devices.rttMax(dev) * 3;
+        c.deadline_at = now + ms;
+        c.updated_at = now;
+        this.journal.update(c, false, `device still runs it after reconnecting; deadline extended by ${ms} ms`);
+        this.clock.clearTimeout(this.waiting.get(id));
+        this.waiting.delete(id);
+        this.arm(id, ms);
+      }
+      return;
+    }
+    if (answer.rst === 'done') {
+      // The stored result follows the state frame; if the deadline passed, give it a round trip.
+      if (c.deadline_at !== null && c.deadline_at <= now) this.arm(id, this.devices.rttMax(dev) * 2);
+      return;
+    }
+    if (c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent) {
+      c.sends++;
+      const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
+      this.journal.update(c, false, `device ${dev} (same boot, up ${answer.s.up} ms) never received it; re-sent after reconnect (send #${c.sends}, same request_id)`);
+      this.clock.clearTimeout(this.waiting.get(id));
+      this.waiting.delete(id);
+      return this.send(c, s, plan.ok ? plan.deadlineMs : 1000, c.sends);
+    }
+    // Acknowledged once, unknown now: the device lost it although its uptime says it did not restart.
+    if (c.deadline_at !== null && c.deadline_at <= now) void this.expire(id);
+  }
+
+  /**
+   * The device's uptime (ms, from its state) is shorter than the time since this command was sent:
+   * it booted after that, whatever boot id it reports. Fails the command DEVICE_REBOOTED and says so.
+   */
+  private restartedSince(c: CommandRecord, upMs: number): boolean {
+    if (c.sent_at === null) return false;
+    const since = this.clock.now() - c.sent_at;
+    if (!(upMs < since)) return false;
+    this.finish(c, 'failed', {
+      code: 'DEVICE_REBOOTED',
+      detail: `device ${c.device_id} restarted after this command was sent although it reports the same boot id ${c.boot_id} (up ${upMs} ms, sent ${since} ms ago); whatever it did for this command was lost with that boot and the host cannot tell whether the hardware acted. Read the device state before retrying.`,
+    });
+    return true;
   }
 
   ack(s: Session, f: AckFrame): void {
@@ -316,11 +382,12 @@ export class Commands extends EventEmitter {
 
   // ---- internals -------------------------------------------------------------------
 
-  private send(c: CommandRecord, s: Session, deadlineMs: number): void {
+  private send(c: CommandRecord, s: Session, deadlineMs: number, sends = 1): void {
     const now = this.clock.now();
     c.state = 'sent';
     c.boot_id = s.boot!;
-    c.sends = 1;
+    c.sends = sends;
+    c.sent_at = now;
     c.deadline_at = now + deadlineMs;
     c.updated_at = now;
     this.journal.update(c, true, `deadline ${deadlineMs} ms`);
@@ -343,14 +410,18 @@ export class Commands extends EventEmitter {
     const dev = c.device_id;
     if (!this.devices.session(dev)) return this.awaitDevice(c, 'deadline passed while the device is offline; waiting for it to reconnect');
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
+    const sentAt = c.sent_at;
     const answer = await this.devices.query(dev, c.request_id, wait);
     if (this.closed) return;
     c = this.journal.get(id);
     if (!c || isTerminal(c.state)) return;
+    // Re-sent while we asked (a reconnect): the answer is about the old send; the new one has its own deadline.
+    if (c.sent_at !== sentAt) return;
     // No answer: the link is probably dead even if its heartbeat has not timed out yet.
     if (!answer) return this.awaitDevice(c, `device did not answer a state query within ${wait} ms; waiting for it to reconnect`);
     c.device_state = answer.s;
     c.device_state_at = this.clock.now();
+    if (this.restartedSince(c, answer.s.up)) return;
     if (answer.rst === 'done' && (this.doneWaits.get(id) ?? 0) < 3) {
       // The device re-sends the stored result right after its state frame; give it a round trip.
       this.doneWaits.set(id, (this.doneWaits.get(id) ?? 0) + 1);
@@ -358,12 +429,23 @@ export class Commands extends EventEmitter {
       this.journal.update(c, false, 'device says done after the deadline; waiting for its result frame');
       return;
     }
+    if (answer.rst === 'running' && !this.runWaits.has(id)) {
+      // It has it and is working on it (a delayed frame, a slow link): one fresh execution window
+      // before giving up, so a result that is on its way is not replaced by a timeout.
+      this.runWaits.add(id);
+      const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
+      const ms = plan.ok ? plan.deadlineMs : wait;
+      c.deadline_at = this.clock.now() + ms;
+      c.updated_at = this.clock.now();
+      this.journal.update(c, false, `deadline passed with the device still running it; waiting ${ms} ms more once`);
+      return this.arm(id, ms);
+    }
     if (answer.rst === 'unknown' && c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent && c.sends < 2) {
       const s = this.devices.session(dev)!;
       c.sends++;
       this.journal.update(c, false, 'device never received it; re-sent once with the same request_id');
       const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
-      return this.send(c, s, plan.ok ? plan.deadlineMs : 1000);
+      return this.send(c, s, plan.ok ? plan.deadlineMs : 1000, c.sends);
     }
     this.finish(c, 'timeout', {
       code: 'TIMEOUT',
@@ -372,7 +454,7 @@ export class Commands extends EventEmitter {
           ? `deadline passed and device ${dev} reports the command still running; the outcome is unknown`
           : answer.rst === 'done'
             ? `device ${dev} says the command is done but its result never arrived; the outcome is unknown`
-            : `deadline passed and device ${dev} has no record of request ${c.request_id}; it was not executed as far as the device remembers`,
+            : `deadline passed and device ${dev} has no record of request ${c.request_id} in its current boot; whether the hardware acted for it is unknown`,
     });
   }
 
@@ -419,6 +501,7 @@ export class Commands extends EventEmitter {
     this.clock.clearTimeout(this.waiting.get(c.command_id));
     this.waiting.delete(c.command_id);
     this.doneWaits.delete(c.command_id);
+    this.runWaits.delete(c.command_id);
     this.logTerminal(c);
     this.changed(c);
   }

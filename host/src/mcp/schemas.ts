@@ -1,7 +1,7 @@
 // zod schemas of what the MCP tools take and return. Lifecycle states, evidence kinds and
 // error codes come from the shared protocol, so the tool surface cannot drift from the wire.
 import { z } from 'zod';
-import { ERROR_CODES, EVIDENCE_KINDS, LIFECYCLE_STATES } from '@proofrig/protocol';
+import { ERROR_CODES, EVIDENCE_KINDS, LIFECYCLE_STATES, MIN_STEP_HZ } from '@proofrig/protocol';
 
 const errorCodes = Object.keys(ERROR_CODES) as [string, ...string[]];
 
@@ -172,8 +172,10 @@ export const StepperMoveInput = z.strictObject({
   speed_mm_s: z
     .number({ error: 'speed_mm_s must be a number of mm/s' })
     .positive('speed_mm_s must be more than 0')
+    // Every board's floor is MIN_STEP_HZ / steps_per_mm (0.25 mm/s on stepper-rig); the board check names it exactly.
+    .min(0.001, 'speed_mm_s must be at least the axis\'s slowest speed (MIN_STEP_HZ / steps_per_mm, e.g. 0.25 mm/s on stepper-rig)')
     .optional()
-    .describe("cruise speed; defaults to and may not exceed the board's max_speed_mm_s"),
+    .describe(`cruise speed; defaults to and may not exceed the board's max_speed_mm_s, and may not be below ${MIN_STEP_HZ} steps/s (steps_per_mm from the board: 0.25 mm/s on stepper-rig)`),
   request_id: requestId,
   wait_ms: actionWait,
 });

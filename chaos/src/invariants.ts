@@ -1,0 +1,269 @@
+// What must hold whatever the faults did. The checker watches three things: the frames on the
+// fabric (what each side really sent and received), the rigs' physical actuations, and every state
+// change the host journals. Each violation names the command and the event that broke it.
+import { isTerminal } from '@proofrig/protocol';
+import type { BoardDef } from '@proofrig/protocol';
+import type { Clock } from '@proofrig/protocol/clock';
+import type { SimRig } from '@proofrig/sim';
+import type { CommandStatus } from '../../host/src/core/commands.js';
+import type { HostCore } from '../../host/src/core/host.js';
+
+export interface Violation {
+  invariant: string;
+  /** dev/request_id action args, or '-' */
+  command: string;
+  event: string;
+}
+
+interface Sub {
+  dev: string;
+  rid: string;
+  action: string;
+  args: Record<string, unknown>;
+}
+
+interface DeviceResult {
+  st: string;
+  gen: number;
+  at: number;
+  /** The hardware was at the commanded target when the device sent it (for completed). */
+  atTarget: boolean | null;
+  why: string;
+}
+
+/** Details that claim the device did not act, or that nothing reached it. */
+const CLAIMS_NOT_EXECUTED = /not executed|nothing reached the device|nothing was sent|never received it/;
+
+const MOTION = new Set(['stepper.move', 'stepper.home']);
+
+export class Checker {
+  violations: Violation[] = [];
+  checks = 0;
+  onActuation: ((dev: string) => void) | undefined;
+  private subs = new Map<string, Sub>();
+  /** The cmd frame being delivered to each device right now. */
+  private delivering = new Map<string, { rid: string; action: string; acted: boolean }>();
+  private executions = new Map<string, number>();
+  private received = new Set<string>();
+  private results = new Map<string, DeviceResult[]>();
+  private gens = new Map<string, number>();
+  private timeouts = new Map<string, { at: number; gen: number; online: boolean; detail: string }>();
+  private terminals = new Map<string, { state: string; at: number; key: string }>();
+  /** Per dev/axis: when its last motion ended in a fault and no state read followed yet. */
+  private unread = new Map<string, { at: number; cmd: string }>();
+  private commandIds = new Set<string>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly rig: (dev: string) => SimRig,
+    private readonly host: () => HostCore | undefined,
+  ) {}
+
+  violation(invariant: string, command: string, event: string): void {
+    this.violations.push({ invariant, command, event: `t=${this.clock.now()} ${event}` });
+  }
+
+  commandCount(): number {
+    return this.commandIds.size;
+  }
+
+  private key(dev: string, rid: string): string {
+    return dev + '/' + rid;
+  }
+
+  private name(dev: string, rid: string): string {
+    const s = this.subs.get(this.key(dev, rid));
+    return s ? `${dev}/${rid} ${s.action} ${JSON.stringify(s.args)}` : `${dev}/${rid}`;
+  }
+
+  submitted(s: CommandStatus): void {
+    const k = this.key(s.device_id, s.request_id);
+    if (!this.subs.has(k)) this.subs.set(k, { dev: s.device_id, rid: s.request_id, action: s.action, args: s.args });
+    this.hostChange(s);
+  }
+
+  booted(dev: string, gen: number): void {
+    this.gens.set(dev, gen);
+  }
+
+  powerLoss(dev: string): void {
+    this.delivering.delete(dev);
+  }
+
+  hostCrashed(): void {}
+
+  stateRead(dev: string): void {
+    for (const k of [...this.unread.keys()]) if (k.startsWith(dev + '/')) this.unread.delete(k);
+  }
+
+  /** A physical actuation on a rig: attributed to the cmd frame being delivered, if any. */
+  actuation(dev: string, _what: string): void {
+    const d = this.delivering.get(dev);
+    if (!d || d.acted) return;
+    d.acted = true;
+    if (d.action === 'stop') return;
+    const k = this.key(dev, d.rid);
+    const n = (this.executions.get(k) ?? 0) + 1;
+    this.executions.set(k, n);
+    this.checks++;
+    if (n > 1) this.violation('no request_id moves hardware twice', this.name(dev, d.rid), `execution #${n} of the same request_id on the hardware (boot gen ${this.gens.get(dev)})`);
+    this.onActuation?.(dev);
+  }
+
+  frame(kind: 'send' | 'deliver' | 'delivered', dev: string, dir: 'to_host' | 'to_device', text: string): void {
+    // Only commands to the device and results from it matter here; skip parsing the rest.
+    if (dir === 'to_device' ? kind === 'send' || !text.includes('"cmd"') : kind !== 'send' || !text.includes('"res"')) return;
+    let f: Record<string, unknown>;
+    try {
+      f = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (dir === 'to_device') {
+      if (f.t !== 'cmd' || typeof f.rid !== 'string') return;
+      if (kind === 'deliver') {
+        this.delivering.set(dev, { rid: f.rid, action: String(f.a), acted: false });
+        this.received.add(this.key(dev, f.rid));
+      } else if (kind === 'delivered') this.delivering.delete(dev);
+      return;
+    }
+    // The device produced an outcome: note whether the hardware is at the target right now.
+    if (kind === 'send' && f.t === 'res' && typeof f.rid === 'string') {
+      const k = this.key(dev, f.rid);
+      const list = this.results.get(k) ?? [];
+      const gen = this.gens.get(dev) ?? 0;
+      // The moment that counts is when the device decided (first sent) it; later sends replay it.
+      if (!list.some((r) => r.gen === gen && r.st === f.st)) {
+        const at = f.st === 'completed' ? this.atTarget(dev, f.rid, String(f.ev)) : { ok: null, why: '' };
+        list.push({ st: String(f.st), gen, at: this.clock.now(), atTarget: at.ok, why: at.why });
+      }
+      this.results.set(k, list);
+      const t = this.timeouts.get(k);
+      if (t && t.online && t.gen === this.gens.get(dev)) {
+        this.checks++;
+        this.violation(
+          'no device outcome is replaced by a timeout',
+          this.name(dev, f.rid),
+          `device sent result ${String(f.st)}${f.code ? ' ' + String(f.code) : ''} after the host ended the command timeout at t=${t.at} while the device was connected (same boot): "${t.detail}"`,
+        );
+      }
+    }
+  }
+
+  /** Is the hardware at the target, as far as the evidence the device claims can see? */
+  private atTarget(dev: string, rid: string, ev: string): { ok: boolean | null; why: string } {
+    const s = this.subs.get(this.key(dev, rid));
+    if (!s) return { ok: null, why: '' };
+    const rig = this.rig(dev);
+    const board = rig.board as BoardDef;
+    if (s.action === 'relay.set') {
+      const r = rig.relay(Number(s.args.ch));
+      // pin_readback sees the MCU pin, not the coil or contact (the board says so): check what it claims to see.
+      if (ev === 'pin_readback') {
+        const def = board.relays.find((x) => x.ch === s.args.ch)!;
+        const want = s.args.on === !def.active_low ? 1 : 0;
+        const level = rig.pinLevel(def.pin);
+        return { ok: level === want, why: `relay ${String(s.args.ch)} pin GPIO${def.pin} at ${level}, commanded on=${String(s.args.on)} (drive level ${want})` };
+      }
+      const ok = r.contactClosed === s.args.on;
+      return { ok, why: `relay ${String(s.args.ch)} contact ${r.contactClosed ? 'closed' : 'open'}, commanded on=${String(s.args.on)} (evidence ${ev})` };
+    }
+    if (MOTION.has(s.action)) {
+      const ax = board.steppers!.find((a) => a.axis === s.args.axis)!;
+      const pos = rig.axis(String(s.args.axis)).pos;
+      const target = s.action === 'stepper.home' ? 0 : Number(s.args.mm);
+      const ok = Math.abs(pos - target) <= ax.tolerance_mm + 0.05;
+      return { ok, why: `axis ${ax.axis} at ${pos.toFixed(3)} mm, target ${target} mm (tolerance ${ax.tolerance_mm})` };
+    }
+    return { ok: null, why: '' };
+  }
+
+  /** Every command status the host emits (after it is journaled). */
+  hostChange(s: CommandStatus): void {
+    const id = s.command_id;
+    this.commandIds.add(id);
+    const k = this.key(s.device_id, s.request_id);
+    this.checks++;
+    if (!Number.isFinite(s.estimated_seconds) || (s.deadline_ms !== null && !Number.isFinite(s.deadline_ms)))
+      this.violation('estimates and deadlines are finite', this.name(s.device_id, s.request_id), `${s.state}: estimated_seconds ${s.estimated_seconds}, deadline_ms ${s.deadline_ms}`);
+    if (s.state === 'timeout' && s.deadline_ms !== null && this.clock.now() < Date.parse(s.submitted_at) + s.deadline_ms)
+      this.violation(
+        'no timeout before its own deadline',
+        this.name(s.device_id, s.request_id),
+        `timeout ${this.clock.now() - Date.parse(s.submitted_at)} ms after submission, deadline ${s.deadline_ms} ms: "${s.detail}"`,
+      );
+    if (!s.terminal) {
+      // A motion command sent while its axis's last fault was not read since.
+      if (s.state === 'sent' && MOTION.has(s.action)) {
+        const u = this.unread.get(s.device_id + '/' + String(s.args.axis));
+        this.checks++;
+        if (u && Date.parse(s.submitted_at) >= u.at)
+          this.violation(
+            'an axis that ended in a fault is not driven again before a state read',
+            this.name(s.device_id, s.request_id),
+            `sent to the device although ${u.cmd} ended in a fault at t=${u.at} and no state read followed`,
+          );
+      }
+      return;
+    }
+    const prev = this.terminals.get(id);
+    this.checks++;
+    if (prev) {
+      if (prev.state !== s.state)
+        this.violation('exactly one terminal state', this.name(s.device_id, s.request_id), `terminal ${prev.state} at t=${prev.at}, then ${s.state}`);
+      return;
+    }
+    this.terminals.set(id, { state: s.state, at: this.clock.now(), key: k });
+    // A completed motion is itself a measured read of the axis.
+    if (MOTION.has(s.action) && s.state === 'completed') this.unread.delete(s.device_id + '/' + String(s.args.axis));
+    if (MOTION.has(s.action) && (s.state === 'failed' || s.state === 'timeout'))
+      this.unread.set(s.device_id + '/' + String(s.args.axis), { at: this.clock.now(), cmd: `${s.device_id}/${s.request_id} (${s.state}${s.error_code ? ' ' + s.error_code : ''})` });
+    if (s.state === 'completed') {
+      this.checks++;
+      const produced = (this.results.get(k) ?? []).filter((r) => r.st === 'completed');
+      if (produced.length === 0) this.violation('completed only when the hardware was at the target', this.name(s.device_id, s.request_id), 'host journaled completed without any completed result from the device');
+      else if (produced.some((r) => r.atTarget === false))
+        this.violation('completed only when the hardware was at the target', this.name(s.device_id, s.request_id), `device said completed while ${produced.find((r) => r.atTarget === false)!.why}`);
+    }
+    if (s.state === 'timeout') {
+      const h = this.host();
+      const online = !!h?.devices.session(s.device_id);
+      const gen = this.gens.get(s.device_id) ?? 0;
+      this.timeouts.set(k, { at: this.clock.now(), gen, online, detail: s.detail ?? '' });
+      this.checks++;
+      const had = (this.results.get(k) ?? []).find((r) => r.gen === gen);
+      if (online && had)
+        this.violation('no device outcome is replaced by a timeout', this.name(s.device_id, s.request_id), `host ended it timeout while the connected device (same boot) holds result ${had.st} from t=${had.at}: "${s.detail}"`);
+    }
+    if (s.detail && CLAIMS_NOT_EXECUTED.test(s.detail)) {
+      this.checks++;
+      const ex = this.executions.get(k) ?? 0;
+      if (ex > 0 || this.received.has(k))
+        this.violation(
+          'no detail claims what the device did not observe',
+          this.name(s.device_id, s.request_id),
+          `${s.state}: "${s.detail}" but the device ${ex > 0 ? 'moved the hardware for it ' + ex + ' time(s)' : 'received it'}`,
+        );
+    }
+  }
+
+  /** After the settle period: every command terminal, or provably still in flight. */
+  finish(): void {
+    const h = this.host();
+    if (!h) return;
+    for (const c of h.journal.open()) {
+      this.checks++;
+      const rig = this.rig(c.device_id);
+      const moving = MOTION.has(c.action) && rig.axis(String(c.args.axis)).stepping;
+      if (!moving) this.violation('each command reaches exactly one terminal state', this.name(c.device_id, c.request_id), `still ${c.state} after the settle period with nothing in flight`);
+    }
+    for (const id of this.commandIds) {
+      const ev = h.journal.events(id);
+      const terms = ev.filter((e) => isTerminal(e.state));
+      const first = terms.findIndex(() => true);
+      this.checks++;
+      const changes = terms.filter((e, i) => i > first && e.state !== terms[first].state);
+      if (changes.length > 0) this.violation('exactly one terminal state', id, `journal shows ${terms.map((e) => e.state).join(' → ')}`);
+    }
+  }
+}

@@ -1,0 +1,381 @@
+// One chaos run: the real host core (journal on a SQLite file), D simulated rigs running the built
+// firmware, agent clients and a fault schedule, all on one VirtualClock and drawn from one seed.
+// Returns the event trace, the faults injected and what the invariants (invariants.ts) found.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BoardDef } from '@proofrig/protocol';
+import { isTerminal } from '@proofrig/protocol';
+import { VirtualClock, type Clock, type TimerHandle } from '@proofrig/protocol/clock';
+import { Fabric, SimRig, type FabricEvent, type FabricFaults, type FabricLink } from '@proofrig/sim';
+import { mulberry32 } from '../../sim/src/prng.js';
+import { HostCore } from '../../host/src/core/host.js';
+import type { CommandStatus } from '../../host/src/core/commands.js';
+import { Checker, type Violation } from './invariants.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+export const FIRMWARE = join(ROOT, 'firmware/dist/proofrig.js');
+const BOARDS: BoardDef[] = ['boards/relay-rig-4ch.json', 'boards/stepper-rig.json'].map((f) => JSON.parse(readFileSync(join(ROOT, f), 'utf8')));
+
+export interface ChaosOptions {
+  seed: number;
+  devices: number;
+  minutes: number;
+  /** Keep the whole event trace (replay tests compare it). */
+  trace?: boolean;
+}
+
+export interface RunResult {
+  seed: number;
+  simMs: number;
+  commands: number;
+  faults: Record<string, number>;
+  checks: number;
+  violations: Violation[];
+  trace: string[];
+  /** Wall-clock ms the run took. */
+  wallMs: number;
+}
+
+const HEARTBEAT_MS = 1000;
+const SETTLE_MS = 120_000;
+const STEP_MS = 50;
+
+/** Thrown from inside the host to kill it where it stands; nothing after it reaches the journal. */
+export class HostCrash extends Error {}
+
+/** A Clock whose timers die with the host incarnation that set them. */
+function scopedClock(base: Clock): Clock & { kill(): void } {
+  let alive = true;
+  return {
+    now: () => base.now(),
+    setTimeout: (fn, ms) => base.setTimeout(() => alive && fn(), ms),
+    clearTimeout: (h) => base.clearTimeout(h),
+    kill: () => (alive = false),
+  };
+}
+
+export async function runChaos(o: ChaosOptions): Promise<RunResult> {
+  const wall = Date.now();
+  const clock = new VirtualClock(1_000_000);
+  const seed = o.seed >>> 0;
+  const rnd = mulberry32(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+  const faults: Record<string, number> = {};
+  const count = (k: string) => (faults[k] = (faults[k] ?? 0) + 1);
+  const trace: string[] = [];
+  const note = (s: string) => {
+    if (o.trace) trace.push(`${clock.now()} ${s}`);
+  };
+  // tmpfs when there is one: a real SQLite file whose fsyncs cost nothing, so runs stay fast.
+  const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'proofrig-chaos-'));
+  const db = join(dir, 'journal.db');
+
+  // Per-seed network weather.
+  const fx: FabricFaults = {
+    drop: rnd() < 0.5 ? rnd() * 0.03 : 0,
+    duplicate: rnd() < 0.5 ? rnd() * 0.03 : 0,
+    delay: rnd() < 0.5 ? rnd() * 0.08 : 0,
+    delayMaxMs: Math.floor(rnd() * 3000),
+    reorder: rnd() < 0.5 ? rnd() * 0.05 : 0,
+    latencyMs: [1, 1 + Math.floor(rnd() * 30)],
+  };
+  const calm: FabricFaults = { drop: 0, duplicate: 0, delay: 0, delayMaxMs: 0, reorder: 0, latencyMs: fx.latencyMs };
+
+  let host: HostCore | undefined;
+  let hostClock: ReturnType<typeof scopedClock> | undefined;
+  let crashArmed = 0;
+  const rigs: { dev: string; board: BoardDef; rig: SimRig; secret: string }[] = [];
+  const checker = new Checker(clock, (dev) => rigs.find((r) => r.dev === dev)!.rig, () => host);
+
+  const fabric: Fabric = new Fabric({
+    clock,
+    rng: mulberry32(seed ^ 0x9e3779b9),
+    faults: fx,
+    observe: (e: FabricEvent) => {
+      if (e.kind === 'drop' || e.kind === 'duplicate' || e.kind === 'delay' || e.kind === 'reorder') count('frame_' + e.kind);
+      if (e.kind === 'send' || e.kind === 'deliver' || e.kind === 'delivered') checker.frame(e.kind, e.dev, e.dir, e.text);
+      if (o.trace && e.kind !== 'delivered') note(`net ${e.kind} ${e.dev}#${e.conn}${'dir' in e ? ' ' + e.dir + ' ' + brief(e.text) : ''}`);
+    },
+  });
+
+  const crash = (why: string): void => {
+    if (!host) return;
+    count('host_crash');
+    note(`host crash (${why})`);
+    checker.hostCrashed();
+    hostClock!.kill();
+    try {
+      host.journal.close();
+    } catch {
+      /* already closed */
+    }
+    host = undefined;
+    fabric.hostDown();
+    clock.setTimeout(startHost, 100 + Math.floor(rnd() * 4000));
+  };
+
+  function startHost(): void {
+    hostClock = scopedClock(clock);
+    const h = new HostCore({ db, clock: hostClock, heartbeatMs: HEARTBEAT_MS, offlineGraceMs: 10_000, queryWaitMs: 500 });
+    for (const r of rigs) h.provision(r.dev, r.secret, r.board);
+    const emit = h.commands.emit.bind(h.commands);
+    h.commands.emit = (ev: string | symbol, ...args: unknown[]) => {
+      if (typeof ev === 'string' && ev.startsWith('change:')) checker.hostChange(args[0] as CommandStatus);
+      return emit(ev, ...args);
+    };
+    host = h;
+    note('host start');
+    fabric.hostUp = true;
+    fabric.accept = (link: FabricLink) => {
+      const hl = host;
+      if (!hl) return link.close('host down');
+      const send = link.send.bind(link);
+      // Crash points between a journal write and the frame that records it.
+      link.send = (text: string) => {
+        if (crashArmed > 0 && host === hl && rnd() < 0.2) {
+          crashArmed--;
+          crash('before sending ' + brief(text));
+          throw new HostCrash('host crashed before sending a frame');
+        }
+        send(text);
+      };
+      hl.attach(link);
+    };
+  }
+
+  for (let i = 0; i < o.devices; i++) {
+    const board = BOARDS[i % BOARDS.length];
+    const dev = `rig${i + 1}`;
+    const secret = (seed.toString(16).padStart(8, '0') + i.toString(16).padStart(4, '0')).repeat(4);
+    const rig = new SimRig({
+      firmwarePath: FIRMWARE,
+      clock,
+      seed: (seed * 31 + i) >>> 0,
+      config: { dev, secret, host: 'ws://host.fabric:8787/device', board },
+      connect: fabric.connector(dev),
+    });
+    rig.on('write', (pin: number) => checker.actuation(dev, 'write ' + pin));
+    rig.on('motion', (what: string, axis: string) => what === 'start' && checker.actuation(dev, 'motion ' + axis));
+    rig.on('boot', (gen: number) => {
+      checker.booted(dev, gen);
+      note(`${dev} boot ${gen}`);
+    });
+    rigs.push({ dev, board, rig, secret });
+  }
+  startHost();
+  for (const r of rigs) r.rig.boot();
+
+  // Power loss between acting and acking: right after an actuation, before the ack leaves.
+  checker.onActuation = (dev) => {
+    if (rnd() < 0.03) {
+      const r = rigs.find((x) => x.dev === dev)!;
+      count('power_loss_after_act');
+      clock.setTimeout(() => {
+        note(`${dev} power loss after acting`);
+        checker.powerLoss(dev);
+        r.rig.powerLoss(50 + Math.floor(rnd() * 2000));
+      }, 0);
+    }
+  };
+
+  const endAt = clock.now() + o.minutes * 60_000;
+  let faultsOn = true;
+
+  // The fault schedule.
+  const faultTick = (): void => {
+    if (!faultsOn) return;
+    const r = pick(rigs);
+    const k = rnd();
+    if (k < 0.2) {
+      const ms = 200 + Math.floor(rnd() * (rnd() < 0.3 ? 15000 : 3000));
+      const d = rnd() < 0.7 ? 'both' : 'to_device';
+      count('partition');
+      note(`${r.dev} partition ${d} ${ms} ms`);
+      r.rig.linkDrop({ direction: d, ms });
+    } else if (k < 0.35) {
+      count('power_loss');
+      note(`${r.dev} power loss`);
+      checker.powerLoss(r.dev);
+      r.rig.powerLoss(50 + Math.floor(rnd() * 3000));
+    } else if (k < 0.45) {
+      crash('scheduled');
+    } else if (k < 0.55) {
+      crashArmed++;
+      count('host_crash_armed');
+    } else if (k < 0.8) {
+      hardwareFault(r);
+    }
+    clock.setTimeout(faultTick, 500 + Math.floor(rnd() * 6000));
+  };
+  const hardwareFault = (r: (typeof rigs)[number]): void => {
+    const clear = rnd() < 0.5;
+    if (r.board.steppers?.length) {
+      const axis = r.board.steppers[0].axis;
+      const f = clear ? null : pick(['stall', 'missed_steps', 'encoder_dead', 'limit_stuck'] as const);
+      const where = f === 'stall' ? String(Math.floor(rnd() * 200)) : f === 'missed_steps' ? String(1 + Math.floor(rnd() * 20)) + '%' : undefined;
+      if (f) count('hw_' + f);
+      note(`${r.dev} fault ${axis} ${f ?? 'clear'}${where ? '@' + where : ''}`);
+      r.rig.setFault(axis, f, where);
+      return;
+    }
+    const ch = pick(r.board.relays).ch;
+    const f = clear ? null : pick(['coil_open', 'welded', 'pin_stuck_low', 'pin_stuck_high'] as const);
+    if (f) count('hw_' + f);
+    note(`${r.dev} fault relay${ch} ${f ?? 'clear'}`);
+    r.rig.setFault('relay' + ch, f);
+  };
+  clock.setTimeout(faultTick, 1000);
+
+  // Agent clients.
+  const CLIENTS = 3;
+  let n = 0;
+  const sent: { dev: string; rid: string; action: string; args: Record<string, unknown> }[] = [];
+  const submit = (who: string, input: { device_id: string; action: string; args: Record<string, unknown>; request_id: string }): CommandStatus | undefined => {
+    if (!host) return undefined;
+    let s: CommandStatus;
+    try {
+      s = host.submit(input);
+    } catch (e) {
+      if (e instanceof HostCrash) return undefined;
+      throw e;
+    }
+    checker.submitted(s);
+    note(`${who} submit ${input.device_id}/${input.request_id} ${input.action} ${JSON.stringify(input.args)} → ${s.state}${s.error_code ? ' ' + s.error_code : ''}`);
+    return s;
+  };
+  const clientTick = (c: number): void => {
+    if (!faultsOn) return;
+    const who = 'client' + c;
+    const k = rnd();
+    if (k < 0.55 || sent.length === 0) {
+      const r = pick(rigs);
+      let action: string;
+      let args: Record<string, unknown>;
+      if (r.board.steppers?.length && rnd() < 0.8) {
+        const ax = r.board.steppers[0];
+        if (rnd() < 0.3) {
+          action = 'stepper.home';
+          args = { axis: ax.axis };
+        } else {
+          action = 'stepper.move';
+          args = { axis: ax.axis, mm: Math.round(rnd() * ax.travel.max_mm * 10) / 10 };
+          const sp = rnd();
+          if (sp < 0.06) args.speed = pick([5e-324, 1e-5, 0.01, 0.1]);
+          else if (sp < 0.3) args.speed = 1 + Math.floor(rnd() * ax.max_speed_mm_s);
+        }
+      } else {
+        action = 'relay.set';
+        args = { ch: pick(r.board.relays).ch, on: rnd() < 0.5 };
+      }
+      const input = { device_id: r.dev, action, args, request_id: `${who}-${++n}` };
+      sent.push(input.request_id ? { dev: r.dev, rid: input.request_id, action, args } : (undefined as never));
+      const s = submit(who, input);
+      if (rnd() < 0.1) {
+        count('client_concurrent_duplicate');
+        submit('client' + ((c + 1) % CLIENTS), input);
+      }
+      if (s?.error_code === 'DEVICE_OFFLINE' && rnd() < 0.7) {
+        count('client_retry_after_offline');
+        clock.setTimeout(() => faultsOn && submit(who, input), 500 + Math.floor(rnd() * 5000));
+      }
+    } else if (k < 0.75) {
+      const p = pick(sent);
+      count('client_retry_same_request_id');
+      submit(who, { device_id: p.dev, action: p.action, args: p.args, request_id: p.rid });
+    } else if (k < 0.8) {
+      const p = pick(sent);
+      count('client_retry_different_args');
+      const args = p.action === 'relay.set' ? { ...p.args, on: !p.args.on } : { ...p.args, mm: 1 + Number(p.args.mm ?? 0) };
+      submit(who, { device_id: p.dev, action: p.action, args, request_id: p.rid });
+    } else if (host) {
+      const r = pick(rigs);
+      const h = host;
+      count('client_state_read');
+      note(`${who} state read ${r.dev}`);
+      void h.deviceStatus(r.dev, true).then(
+        (v) => {
+          if (v?.source === 'device' && host === h) checker.stateRead(r.dev);
+        },
+        () => {},
+      );
+    }
+    clock.setTimeout(() => clientTick(c), 200 + Math.floor(rnd() * 3000));
+  };
+  for (let c = 0; c < CLIENTS; c++) clock.setTimeout(() => clientTick(c), 500 + c * 137);
+
+  // Drive the clock; let promise continuations run between steps.
+  const errors: unknown[] = [];
+  rejections = errors;
+  const runUntil = async (t: number): Promise<void> => {
+    while (clock.now() < t) {
+      // Jump to the next timer (at most STEP_MS ahead), then let promise continuations run.
+      const due = clock.nextDue;
+      const step = due === undefined ? STEP_MS : Math.min(STEP_MS, Math.max(0, due - clock.now()));
+      try {
+        clock.advance(Math.min(step, t - clock.now()));
+      } catch (e) {
+        if (!(e instanceof HostCrash) && !/database connection is not open/.test(String(e))) throw e;
+      }
+      await flush();
+    }
+  };
+  try {
+    await runUntil(endAt);
+    // Settle: faults stop, the host is up, the network is calm; everything open must finish.
+    faultsOn = false;
+    fabric.faults = calm;
+    crashArmed = 0;
+    if (!host) startHost();
+    for (const r of rigs) r.rig.setFault(r.board.steppers?.length ? r.board.steppers[0].axis : 'relay1', null);
+    note('settle');
+    await runUntil(clock.now() + SETTLE_MS);
+    await flush();
+  } finally {
+    await new Promise((r) => setImmediate(r));
+    rejections = undefined;
+  }
+  for (const e of errors) checker.violation('no-crash', '-', `host threw ${String(e)}`);
+  checker.finish();
+  const result: RunResult = {
+    seed,
+    simMs: o.minutes * 60_000 + SETTLE_MS,
+    commands: checker.commandCount(),
+    faults,
+    checks: checker.checks,
+    violations: checker.violations,
+    trace,
+    wallMs: 0,
+  };
+  for (const r of rigs) r.rig.shutdown();
+  host?.close();
+  rmSync(dir, { recursive: true, force: true });
+  result.wallMs = Date.now() - wall;
+  return result;
+}
+
+/** Promise rejections of the current run: a crashed host leaves some behind (they are fine), anything else is a bug. */
+let rejections: unknown[] | undefined;
+process.on('unhandledRejection', (e) => {
+  if (e instanceof HostCrash || /database connection is not open/.test(String(e))) return;
+  if (rejections) rejections.push(e);
+  else throw e;
+});
+
+/** Let every pending promise continuation run (they never wait on real time here). */
+async function flush(): Promise<void> {
+  for (let i = 0; i < 4; i++) await Promise.resolve();
+}
+
+/** A frame for the trace: its type, request id and outcome, without host-minted random values. */
+export function brief(text: string): string {
+  try {
+    const f = JSON.parse(text) as Record<string, unknown>;
+    const rid = typeof f.rid === 'string' && f.rid.startsWith('client') ? ' ' + f.rid : '';
+    return `${String(f.t)}${rid}${f.st ? ' ' + String(f.st) : ''}${f.code ? ' ' + String(f.code) : ''}${f.rst ? ' ' + String(f.rst) : ''}`;
+  } catch {
+    return 'non-json ' + text.length + 'B';
+  }
+}
+
+export type { TimerHandle };
