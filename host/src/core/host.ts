@@ -117,8 +117,12 @@ export class HostCore implements SessionHandler {
   frame(s: Session, f: ToHostFrame): void {
     switch (f.t) {
       case 'ack':
+        // Answer at once: this segment carries the TCP ACK the device's Nagle waits for before it sends
+        // the `res` (or `prog`) that follows; a silent host would delay that ACK ~40 ms.
+        s.send({ t: 'hb', ack: f.rid });
         return this.commands.ack(s, f);
       case 'prog':
+        s.send({ t: 'hb', ack: f.rid });
         return this.commands.progress(s, f);
       case 'res':
         return this.commands.result(s, f);
