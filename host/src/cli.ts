@@ -6,6 +6,7 @@ import { parseSimSpec, serve } from './serve.js';
 import { registerFlashCommand } from './flash/command.js';
 import { registerUploadCommand } from './upload/index.js';
 import { registerSimCommand } from './sim-command.js';
+import { registerRigsCommand } from './rigs-command.js';
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
 
@@ -94,6 +95,7 @@ export function buildCli(): Command {
   registerFlashCommand(program);
   registerUploadCommand(program);
   registerSimCommand(program);
+  registerRigsCommand(program);
 
   return program;
 }
