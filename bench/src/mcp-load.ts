@@ -28,7 +28,23 @@ async function loop(c: Client, dev: string, end: number, n: { done: number; bad:
   }
 }
 
-const clients = await Promise.all(o.devices.map(() => client()));
+// Connect in small batches (a burst of 100 handshakes at once overflows a loaded host's accept queue), retrying a reset.
+const clients: Client[] = [];
+for (let i = 0; i < o.devices.length; i += 10) {
+  const batch = await Promise.all(
+    o.devices.slice(i, i + 10).map(async () => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await client();
+        } catch (e) {
+          if (attempt >= 4) throw e;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+    }),
+  );
+  clients.push(...batch);
+}
 process.send!({ ready: true });
 process.once('message', async () => {
   const n = { done: 0, bad: 0 };

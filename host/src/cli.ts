@@ -39,6 +39,8 @@ export function buildCli(): Command {
     )
     .option('--db <path>', 'journal database file', '.proofrig/journal.db')
     .addOption(new Option('--heartbeat-ms <ms>', 'heartbeat period asked of devices').default(2000).argParser(intOption('--heartbeat-ms', 50, 600000)))
+    .addOption(new Option('--retain-days <days>', 'prune terminal commands older than this from the journal (hourly; open ones never)').default(30).argParser(intOption('--retain-days', 1, 36500)))
+    .addOption(new Option('--retain-commands <n>', 'keep at most this many terminal commands in the journal').default(1_000_000).argParser(intOption('--retain-commands', 1, 1_000_000_000)))
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error', 'silent']).default('info'))
     .action(async (o) => {
       const logger = pino({ level: o.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
@@ -53,6 +55,7 @@ export function buildCli(): Command {
         logger,
         heartbeatMs: o.heartbeatMs,
         consolePort: o.consolePort,
+        retention: { maxAgeMs: o.retainDays * 86400000, maxCommands: o.retainCommands },
       });
       const mcpUrl = `${running.url}/mcp`;
       const banner = [

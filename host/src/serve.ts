@@ -37,6 +37,8 @@ export interface ServeOptions {
   seed?: number;
   /** Serve each simulated rig's Espruino console on loopback TCP from this port on (rig i on port + i). */
   consolePort?: number;
+  /** Journal retention of terminal commands (default 30 days, 1,000,000 commands). */
+  retention?: { maxAgeMs?: number; maxCommands?: number };
 }
 
 export interface Running {
@@ -92,7 +94,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
   if (sims.length > 0 && !existsSync(firmware)) throw new Error(`firmware file ${firmware} is missing; build it with: npm run build`);
   if (o.db !== ':memory:') mkdirSync(dirname(resolve(o.db)), { recursive: true });
 
-  const core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs });
+  const core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs, retention: o.retention });
   const http = await startHttpHost(core, o.port, o.listenHost ?? '127.0.0.1', o.allowRemoteMcp ?? false);
   const url = `http://${o.listenHost ?? '127.0.0.1'}:${http.port}`;
 

@@ -5,7 +5,8 @@ import { DEFAULT_HEARTBEAT_MS, type BoardDef, type ToHostFrame } from '@proofrig
 import { realClock, type Clock } from '@proofrig/protocol/clock';
 import { Commands, type CommandStatus, type SubmitInput } from './commands.js';
 import { Devices, type DeviceView } from './devices.js';
-import { Journal } from './journal.js';
+import { DEFAULT_RETENTION, Journal, type PrunedCommand, type Retention } from './journal.js';
+import type { TimerHandle } from '@proofrig/protocol/clock';
 import type { Link } from './link.js';
 import { Session, type SessionHandler } from './session.js';
 
@@ -18,6 +19,10 @@ export interface HostOptions {
   handshakeMs?: number;
   offlineGraceMs?: number;
   queryWaitMs?: number;
+  /** Journal retention (default: 30 days, 1,000,000 terminal commands), applied at start and every `pruneEveryMs`. */
+  retention?: Partial<Retention>;
+  /** How often retention runs (default hourly). */
+  pruneEveryMs?: number;
 }
 
 export class HostCore implements SessionHandler {
@@ -29,6 +34,9 @@ export class HostCore implements SessionHandler {
   private readonly heartbeatMs: number;
   private readonly handshakeMs: number;
   private sessions = new Set<Session>();
+  readonly retention: Retention;
+  private readonly pruneEveryMs: number;
+  private pruneTimer: TimerHandle | undefined;
 
   constructor(opts: HostOptions) {
     this.clock = opts.clock ?? realClock;
@@ -42,6 +50,23 @@ export class HostCore implements SessionHandler {
       queryWaitMs: opts.queryWaitMs ?? 500,
     });
     this.commands.recover();
+    this.retention = { ...DEFAULT_RETENTION, ...opts.retention };
+    this.pruneEveryMs = opts.pruneEveryMs ?? 3600_000;
+    this.prune();
+  }
+
+  /** Apply retention now and schedule the next run; returns how many commands were pruned. */
+  prune(): number {
+    this.clock.clearTimeout(this.pruneTimer);
+    const n = this.journal.prune(this.retention, this.clock.now());
+    if (n > 0) this.log.info({ evt: 'journal_pruned', commands: n, retention: this.retention }, 'journal retention pruned terminal commands');
+    this.pruneTimer = this.clock.setTimeout(() => this.prune(), this.pruneEveryMs);
+    return n;
+  }
+
+  /** The tombstone of a command that retention pruned. */
+  pruned(commandId: string): PrunedCommand | undefined {
+    return this.journal.pruned(commandId);
   }
 
   /** Register a device's secret and board (the uploader and simulated rigs do this). */
@@ -87,6 +112,7 @@ export class HostCore implements SessionHandler {
   }
 
   close(): void {
+    this.clock.clearTimeout(this.pruneTimer);
     for (const s of this.sessions) s.close('host shutting down');
     this.commands.close();
     this.journal.close();

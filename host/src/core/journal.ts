@@ -39,6 +39,28 @@ export interface DeviceRecord {
   last_seen: number | null;
 }
 
+/** The tombstone of a command removed by retention. */
+export interface PrunedCommand {
+  command_id: string;
+  device_id: string;
+  request_id: string;
+  action: string;
+  state: LifecycleState;
+  submitted_at: number;
+  terminal_at: number;
+  pruned_at: number;
+}
+
+/** Journal retention: terminal commands older than `maxAgeMs`, or beyond the newest `maxCommands` terminal ones, are pruned. */
+export interface Retention {
+  maxAgeMs: number;
+  maxCommands: number;
+}
+
+export const DEFAULT_RETENTION: Retention = { maxAgeMs: 30 * 24 * 3600 * 1000, maxCommands: 1_000_000 };
+/** Rows pruned per transaction, so a large backlog never blocks the host for long. */
+const PRUNE_BATCH = 2000;
+
 export interface CommandEvent {
   at: number;
   state: LifecycleState;
@@ -81,6 +103,20 @@ CREATE TABLE IF NOT EXISTS command_events (
   note TEXT
 );
 CREATE INDEX IF NOT EXISTS command_events_cmd ON command_events(command_id);
+-- What retention leaves of a pruned command (~100 bytes instead of the row and its events), so a
+-- question about it is answered "pruned" and its request_id is never executed again.
+CREATE TABLE IF NOT EXISTS pruned_commands (
+  command_id TEXT PRIMARY KEY,
+  device_id TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  action TEXT NOT NULL,
+  state TEXT NOT NULL,
+  submitted_at INTEGER NOT NULL,
+  terminal_at INTEGER NOT NULL,
+  pruned_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS pruned_request ON pruned_commands(device_id, request_id);
+CREATE INDEX IF NOT EXISTS commands_terminal ON commands(terminal_at) WHERE terminal_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS devices (
   device_id TEXT PRIMARY KEY,
   secret TEXT NOT NULL,
@@ -167,6 +203,18 @@ export class Journal {
         'INSERT INTO devices (device_id, secret, board) VALUES (?, ?, ?) ON CONFLICT(device_id) DO UPDATE SET secret = excluded.secret, board = excluded.board',
       ),
       seen: this.db.prepare('UPDATE devices SET last_boot = ?, last_seen = ? WHERE device_id = ?'),
+      pruned: this.db.prepare('SELECT * FROM pruned_commands WHERE command_id = ?'),
+      prunedByRequest: this.db.prepare('SELECT * FROM pruned_commands WHERE device_id = ? AND request_id = ?'),
+      // Never an open command: only rows with terminal_at set are candidates.
+      expiredIds: this.db.prepare('SELECT command_id FROM commands WHERE terminal_at IS NOT NULL AND terminal_at < ? ORDER BY terminal_at LIMIT ?'),
+      terminalCount: this.db.prepare('SELECT COUNT(*) AS n FROM commands WHERE terminal_at IS NOT NULL'),
+      oldestTerminalIds: this.db.prepare('SELECT command_id FROM commands WHERE terminal_at IS NOT NULL ORDER BY terminal_at, rowid LIMIT ?'),
+      tombstone: this.db.prepare(
+        'INSERT OR REPLACE INTO pruned_commands (command_id, device_id, request_id, action, state, submitted_at, terminal_at, pruned_at) ' +
+          'SELECT command_id, device_id, request_id, action, state, submitted_at, terminal_at, ? FROM commands WHERE command_id = ? AND terminal_at IS NOT NULL',
+      ),
+      dropEvents: this.db.prepare('DELETE FROM command_events WHERE command_id = ?'),
+      dropCommand: this.db.prepare('DELETE FROM commands WHERE command_id = ? AND terminal_at IS NOT NULL'),
     };
   }
 
@@ -230,6 +278,45 @@ export class Journal {
 
   seen(deviceId: string, boot: string, at: number): void {
     this.stmts.seen.run(boot, at, deviceId);
+  }
+
+  /** The tombstone of a pruned command, if retention removed it. */
+  pruned(commandId: string): PrunedCommand | undefined {
+    return this.stmts.pruned.get(commandId) as PrunedCommand | undefined;
+  }
+
+  prunedByRequest(deviceId: string, requestId: string): PrunedCommand | undefined {
+    return this.stmts.prunedByRequest.get(deviceId, requestId) as PrunedCommand | undefined;
+  }
+
+  /**
+   * Retention: replace terminal commands older than maxAgeMs, or beyond the newest maxCommands terminal
+   * ones, by tombstones (their events go too). Open commands are never touched. Returns how many went.
+   */
+  prune(r: Retention, now: number): number {
+    let total = 0;
+    const drop = (ids: string[]) =>
+      this.db.transaction(() => {
+        for (const id of ids) {
+          this.stmts.tombstone.run(now, id);
+          this.stmts.dropEvents.run(id);
+          this.stmts.dropCommand.run(id);
+        }
+      })();
+    for (;;) {
+      const ids = (this.stmts.expiredIds.all(now - r.maxAgeMs, PRUNE_BATCH) as { command_id: string }[]).map((x) => x.command_id);
+      if (ids.length === 0) break;
+      drop(ids);
+      total += ids.length;
+    }
+    for (;;) {
+      const excess = (this.stmts.terminalCount.get() as { n: number }).n - r.maxCommands;
+      if (excess <= 0) break;
+      const ids = (this.stmts.oldestTerminalIds.all(Math.min(excess, PRUNE_BATCH)) as { command_id: string }[]).map((x) => x.command_id);
+      drop(ids);
+      total += ids.length;
+    }
+    return total;
   }
 
   close(): void {
