@@ -6,7 +6,7 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -30,6 +30,10 @@ const quick = process.argv.includes('--quick');
 const N_LAT = quick ? 60 : 300;
 const CAP_MS = quick ? 1000 : 3000;
 const MCP_TOKEN = process.env.PROOFRIG_MCP_TOKEN;
+// --only=latency,capacity,e2e,journal,motion,cold,firmware runs just those parts (the README table is then left alone).
+const onlyArg = process.argv.find((a) => a.startsWith('--only='));
+const only = onlyArg ? new Set(onlyArg.slice(7).split(',')) : undefined;
+const part = (name: string) => !only || only.has(name);
 
 interface Row {
   group: string;
@@ -506,8 +510,25 @@ async function main(): Promise<void> {
   const rttP50 = pct(rtt, 50);
   const rttP99 = pct(rtt, 99);
   row({ group: 'baseline', what: 'raw ws round trip p50 / p99 (loopback)', value: rttP50, unit: 'ms', baseline: 'p99', base: rttP99 });
-  await latency(rttP50, rttP99);
+  if (part('latency')) await latency(rttP50, rttP99);
+  if (part('capacity')) await capacityPart();
+  if (part('e2e')) await e2ePart();
+  if (part('journal')) {
+    process.stderr.write('journal\n');
+    const jb = journalBench();
+    row({ group: 'journal', what: `commands/s through the journal (${jb.sync})`, value: jb.journal, unit: '/s', baseline: 'raw better-sqlite3 INSERT/s, same settings', base: jb.raw, target: '≥ 0.5×', ok: jb.journal / jb.raw >= 0.5 });
+  }
+  if (part('motion')) {
+    process.stderr.write('motion\n');
+    const mv = await move();
+    row({ group: 'motion', what: '150 mm move: submit → completed', value: mv.ms, unit: 'ms', baseline: 'its trapezoidal motion profile', base: mv.profileMs });
+  }
+  if (part('cold')) await coldPart();
+  if (part('firmware')) await firmwarePart();
+  finish(started);
+}
 
+async function capacityPart(): Promise<void> {
   process.stderr.write('capacity: protocol-level load generator in another process\n');
   for (const n of quick ? [1, 10, 100] : [1, 10, 100, 1000]) {
     const raw = await rawWs(n, CAP_MS);
@@ -525,25 +546,26 @@ async function main(): Promise<void> {
   row({ group: 'capacity', what: `host RSS per connected idle device (${nIdle} devices, \`proofrig serve\` process)`, value: rss.perDevice / 1024, unit: 'KB', baseline: 'the same host with no device', base: rss.base / 1024,
     target: '≤ 64 KB', ok: rss.perDevice / 1024 <= 64 });
 
+}
+
+async function e2ePart(): Promise<void> {
   process.stderr.write('end to end: simulated rigs (vm firmware) in another process\n');
   const nRigs = quick ? 10 : 50;
   const e2e = await endToEnd(nRigs);
   const rawRigs = await rawWs(nRigs, CAP_MS);
   row({ group: 'end to end', what: `verified commands/s, ${nRigs} simulated rigs (ch 3)`, value: e2e, unit: '/s', baseline: `raw ws req/resp over ${nRigs} sockets`, base: rawRigs });
 
-  process.stderr.write('journal\n');
-  const jb = journalBench();
-  row({ group: 'journal', what: `commands/s through the journal (${jb.sync})`, value: jb.journal, unit: '/s', baseline: 'raw better-sqlite3 INSERT/s, same settings', base: jb.raw, target: '≥ 0.5×', ok: jb.journal / jb.raw >= 0.5 });
+}
 
-  process.stderr.write('motion\n');
-  const mv = await move();
-  row({ group: 'motion', what: '150 mm move: submit → completed', value: mv.ms, unit: 'ms', baseline: 'its trapezoidal motion profile', base: mv.profileMs });
-
+async function coldPart(): Promise<void> {
   process.stderr.write('cold start\n');
   const cs = await coldStart();
   row({ group: 'cold start', what: '`proofrig serve` → MCP answering', value: cs.serve, unit: 'ms', baseline: 'bare node http server + MCP SDK import', base: cs.bare + cs.sdk, target: '≤ 1.5×', ok: cs.serve <= 1.5 * (cs.bare + cs.sdk) });
   row({ group: 'cold start', what: '`proofrig serve --sim` → device online', value: cs.online, unit: 'ms', baseline: 'bare node http server + MCP SDK import', base: cs.bare + cs.sdk });
 
+}
+
+async function firmwarePart(): Promise<void> {
   const fw = firmwareSize();
   row({ group: 'firmware', what: 'firmware file (minified), gzip -9', value: fw.gzip, unit: 'B', baseline: 'minified bytes', base: fw.raw });
   const esp = process.env.PROOFRIG_ESPRUINO;
@@ -556,13 +578,15 @@ async function main(): Promise<void> {
       notes.push('Espruino per-command time is not measured yet (the interpreter run has no host link).');
     }
   } else notes.push('PROOFRIG_ESPRUINO not set: no real-interpreter figures.');
+}
 
-  const results = { started: started.toISOString(), quick, node: process.version, cpus: (await import('node:os')).cpus().length, rows, notes };
+function finish(started: Date): void {
+  const results = { started: started.toISOString(), quick, node: process.version, cpus: cpus().length, rows, notes };
   writeFileSync(join(ROOT, 'bench', 'results.json'), JSON.stringify(results, null, 2) + '\n');
   const md = `Run ${started.toISOString()}${quick ? ' (--quick)' : ''}, Node ${process.version}, loopback. Ratio = value ÷ baseline.\n\n${table()}\n${notes.length ? '\n' + notes.map((n) => `- ${n}`).join('\n') + '\n' : ''}`;
   process.stdout.write(md);
   const readme = join(ROOT, 'README.md');
-  const text = readFileSync(readme, 'utf8');
+  const text = only ? '' : readFileSync(readme, 'utf8');
   const a = '<!-- bench:start -->';
   const b = '<!-- bench:end -->';
   if (text.includes(a) && text.includes(b)) writeFileSync(readme, text.slice(0, text.indexOf(a) + a.length) + '\n' + md + text.slice(text.indexOf(b)));

@@ -72,6 +72,7 @@ export class HostCore implements SessionHandler {
   /** Register a device's secret and board (the uploader and simulated rigs do this). */
   provision(deviceId: string, secret: string, board: BoardDef): void {
     this.journal.provision(deviceId, secret, board);
+    this.devices.reprovisioned(deviceId);
   }
 
   /** A new device connection (from the gateway or an in-memory pair). */

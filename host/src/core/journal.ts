@@ -167,9 +167,21 @@ function toRow(c: CommandRecord): Row {
   };
 }
 
+/** A shallow copy: callers change top-level fields and then call update(); the journal's own copy must not move with them. */
+const copy = (c: CommandRecord): CommandRecord => ({ ...c });
+const reqKey = (deviceId: string, requestId: string) => deviceId + '\u0000' + requestId;
+
 export class Journal {
   private db: Database.Database;
   private stmts: Record<string, Database.Statement>;
+  // Open commands are served from memory (this process is their only writer), with the row last written
+  // for each, so an update writes only the columns that changed. Terminal ones are read from disk.
+  private openRecs = new Map<string, CommandRecord>();
+  private openByReq = new Map<string, string>();
+  private written = new Map<string, Row>();
+  private narrow = new Map<string, Database.Statement>();
+  /** One transaction wrapper, made once (better-sqlite3 builds a new one per db.transaction() call). */
+  private readonly tx: (f: () => void) => void;
 
   /** `path` is a file, or ':memory:' for tests that do not restart. */
   constructor(path: string) {
@@ -186,7 +198,8 @@ export class Journal {
       .filter((k) => k !== 'command_id')
       .map((k) => `${k} = @${k}`)
       .join(', ');
-    this.stmts = {
+    this.tx = this.db.transaction((f: () => void) => f());
+    const stmts = {
       insert: this.db.prepare(`INSERT INTO commands (${cols}) VALUES (${vals})`),
       update: this.db.prepare(`UPDATE commands SET ${sets} WHERE command_id = @command_id`),
       get: this.db.prepare('SELECT * FROM commands WHERE command_id = ?'),
@@ -216,6 +229,40 @@ export class Journal {
       dropEvents: this.db.prepare('DELETE FROM command_events WHERE command_id = ?'),
       dropCommand: this.db.prepare('DELETE FROM commands WHERE command_id = ? AND terminal_at IS NOT NULL'),
     };
+    this.stmts = stmts;
+    for (const r of stmts.open.all() as Row[]) {
+      const c = toRecord(r);
+      this.remember(c, toRow(c));
+    }
+  }
+
+  private remember(c: CommandRecord, row: Row): void {
+    if (c.terminal_at !== null) {
+      this.forget(c.command_id);
+      return;
+    }
+    this.openRecs.set(c.command_id, copy(c));
+    this.openByReq.set(reqKey(c.device_id, c.request_id), c.command_id);
+    this.written.set(c.command_id, row);
+  }
+
+  private forget(id: string): void {
+    const c = this.openRecs.get(id);
+    if (!c) return;
+    this.openRecs.delete(id);
+    this.openByReq.delete(reqKey(c.device_id, c.request_id));
+    this.written.delete(id);
+  }
+
+  /** UPDATE of just these columns, prepared once per column set. */
+  private updateOf(cols: string[]): Database.Statement {
+    const key = cols.join(',');
+    let st = this.narrow.get(key);
+    if (!st) {
+      st = this.db.prepare(`UPDATE commands SET ${cols.map((k) => `${k} = @${k}`).join(', ')} WHERE command_id = @command_id`);
+      this.narrow.set(key, st);
+    }
+    return st;
   }
 
   /** Journals written by an earlier version lack newer columns; add them in place. */
@@ -225,26 +272,44 @@ export class Journal {
   }
 
   insert(c: CommandRecord, note: string | null = null): void {
-    this.db.transaction(() => {
-      this.stmts.insert.run(toRow(c));
+    const row = toRow(c);
+    this.tx(() => {
+      this.stmts.insert.run(row);
       this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
-    })();
+    });
+    this.remember(c, row);
   }
 
   /** Persist the record; `note` goes to the command's event history when the state changed or a note is given. */
   update(c: CommandRecord, stateChanged: boolean, note: string | null = null): void {
-    this.db.transaction(() => {
-      this.stmts.update.run(toRow(c));
-      if (stateChanged || note) this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
-    })();
+    const row = toRow(c);
+    const event = stateChanged || !!note;
+    const before = this.written.get(c.command_id);
+    // An open command we wrote ourselves: only the changed columns (an ack touches 3 of 23).
+    const cols = before ? Object.keys(row).filter((k) => k !== 'command_id' && row[k] !== before[k]) : null;
+    if (cols && cols.length === 0 && !event) return;
+    this.tx(() => {
+      if (!cols) this.stmts.update.run(row);
+      else if (cols.length > 0) {
+        const args: Row = { command_id: c.command_id };
+        for (const k of cols) args[k] = row[k];
+        this.updateOf(cols).run(args);
+      }
+      if (event) this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
+    });
+    this.remember(c, row);
   }
 
   get(commandId: string): CommandRecord | undefined {
+    const o = this.openRecs.get(commandId);
+    if (o) return copy(o);
     const r = this.stmts.get.get(commandId) as Row | undefined;
     return r ? toRecord(r) : undefined;
   }
 
   byRequest(deviceId: string, requestId: string): CommandRecord | undefined {
+    const id = this.openByReq.get(reqKey(deviceId, requestId));
+    if (id !== undefined) return copy(this.openRecs.get(id)!);
     const r = this.stmts.byRequest.get(deviceId, requestId) as Row | undefined;
     return r ? toRecord(r) : undefined;
   }
@@ -254,8 +319,9 @@ export class Journal {
     return (this.stmts.lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
   }
 
+  /** Open commands, oldest first (from memory; the same rows as on disk). */
   open(): CommandRecord[] {
-    return (this.stmts.open.all() as Row[]).map(toRecord);
+    return [...this.openRecs.values()].sort((a, b) => a.submitted_at - b.submitted_at).map(copy);
   }
 
   events(commandId: string): CommandEvent[] {
