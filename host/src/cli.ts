@@ -1,14 +1,22 @@
 // The `proofrig` command line.
 import { Command, Option } from 'commander';
 import pino from 'pino';
-import { call, parseToolArgs } from './call.js';
 import { parseSimSpec, serve } from './serve.js';
-import { registerFlashCommand } from './flash/command.js';
-import { registerUploadCommand } from './upload/index.js';
-import { registerSimCommand } from './sim-command.js';
-import { registerRigsCommand } from './rigs-command.js';
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
+
+/** Every verb but serve, loaded only when the command line is not `serve` (esptool-js, serialport, the MCP client and the simulator cost `serve` a cold start). */
+async function loadVerbs() {
+  const [call, flash, upload, sim, rigs] = await Promise.all([
+    import('./call.js'),
+    import('./flash/command.js'),
+    import('./upload/index.js'),
+    import('./sim-command.js'),
+    import('./rigs-command.js'),
+  ]);
+  return { ...call, ...flash, ...upload, ...sim, ...rigs };
+}
+type Verbs = Awaited<ReturnType<typeof loadVerbs>>;
 
 function intOption(name: string, min: number, max: number) {
   return (v: string) => {
@@ -18,7 +26,7 @@ function intOption(name: string, min: number, max: number) {
   };
 }
 
-export function buildCli(): Command {
+export function buildCli(verbs?: Verbs): Command {
   const program = new Command('proofrig')
     .description('Drive relay/stepper rigs through ESP32 devices and report only what the hardware confirmed.')
     .showHelpAfterError();
@@ -82,6 +90,8 @@ export function buildCli(): Command {
       process.once('SIGTERM', stop);
     });
 
+  if (!verbs) return program;
+  const { call, parseToolArgs } = verbs;
   program
     .command('call')
     .description('Call one MCP tool of a running proofrig and follow the command until it is terminal.')
@@ -95,17 +105,17 @@ export function buildCli(): Command {
       process.exitCode = code;
     });
 
-  registerFlashCommand(program);
-  registerUploadCommand(program);
-  registerSimCommand(program);
-  registerRigsCommand(program);
+  verbs.registerFlashCommand(program);
+  verbs.registerUploadCommand(program);
+  verbs.registerSimCommand(program);
+  verbs.registerRigsCommand(program);
 
   return program;
 }
 
 export async function main(argv: string[]): Promise<void> {
   try {
-    await buildCli().parseAsync(argv);
+    await buildCli(argv[2] === 'serve' ? undefined : await loadVerbs()).parseAsync(argv);
   } catch (e) {
     process.stderr.write(`proofrig: ${(e as Error).message}\n`);
     process.exitCode = 2;

@@ -4,14 +4,13 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { checkBoard, DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Clock } from '@proofrig/protocol/clock';
 import { HostCore } from './core/host.js';
 import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost } from './mcp/http.js';
 import { createMcpServer } from './mcp/tools.js';
 import { FIRMWARE_FILE } from './paths.js';
-import { parseFault, resolveFault, SimRig } from '@proofrig/sim';
+import type { SimRig } from '@proofrig/sim';
 
 export interface SimSpec {
   boardFile: string;
@@ -79,7 +78,10 @@ export async function serve(o: ServeOptions): Promise<Running> {
   const ids = sims.map((s) => s.id);
   const dup = ids.find((id, i) => ids.indexOf(id) !== i);
   if (dup) throw new Error(`two simulated rigs would share the device id "${dup}"; give one another id with --sim FILE=ID`);
+  // The simulator loads only when asked for (a cold `serve` for real devices does not pay for it).
+  const simMod = sims.length > 0 || (o.faults ?? []).length > 0 ? await import('@proofrig/sim') : undefined;
   const faults = (o.faults ?? []).map((f) => {
+    const { parseFault, resolveFault } = simMod!;
     const p = parseFault(f);
     const sim = sims.find((s) => s.id === p.device);
     if (!sim) throw new Error(`--fault ${f}: no simulated rig has device id "${p.device}" (rigs: ${ids.join(', ') || 'none'})`);
@@ -104,7 +106,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
     for (const s of sims) {
       const secret = newSecret();
       core.provision(s.id, secret, s.board);
-      const rig = new SimRig({
+      const rig = new simMod!.SimRig({
         firmwarePath: firmware,
         config: { dev: s.id, secret, host: `ws://127.0.0.1:${http.port}${DEVICE_PATH}`, board: s.board },
         clock: o.clock,
@@ -122,6 +124,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
 
     if (o.stdio) {
       const server = createMcpServer(core);
+      const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
       await server.connect(new StdioServerTransport());
     }
   } catch (e) {
