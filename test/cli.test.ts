@@ -25,14 +25,16 @@ function run(args: string[]): Promise<{ code: number; stdout: string; stderr: st
 
 describe('proofrig call drives a running rig and follows the command to its end', () => {
   let running: Running;
+  let db: string;
   beforeAll(async () => {
-    running = await serve({ db: tmp(), port: 0, sims: [{ boardFile: RELAY_BOARD }], logger: pino({ level: 'silent' }), heartbeatMs: 200, seed: 1 });
+    db = tmp();
+    running = await serve({ db, port: 0, sims: [{ boardFile: RELAY_BOARD }], logger: pino({ level: 'silent' }), heartbeatMs: 200, seed: 1 });
     await until(() => running.core.devices.view(RIG)?.online === true, 8000, 'rig online');
   });
   afterAll(() => running.close());
 
   it('prints the live state until completed, with the evidence, and exits 0', async () => {
-    const r = await run(['call', 'relay_set', `device_id=${RIG}`, 'channel=1', 'on=true', '--url', running.url]);
+    const r = await run(['call', 'relay_set', `device_id=${RIG}`, 'channel=1', 'on=true', '--url', running.url, '--db', db]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/cmd_\w+ {2}completed {2}evidence=aux_contact {2}verified=true/);
@@ -40,18 +42,18 @@ describe('proofrig call drives a running rig and follows the command to its end'
   });
 
   it('exits 3 for an outcome that is not completed (unverified channel 4)', async () => {
-    const r = await run(['call', 'relay_set', `device_id=${RIG}`, 'channel=4', 'on=true', '--url', running.url]);
+    const r = await run(['call', 'relay_set', `device_id=${RIG}`, 'channel=4', 'on=true', '--url', running.url, '--db', db]);
     expect(r.code).toBe(3);
     expect(r.stdout).toMatch(/unverified {2}evidence=none {2}verified=false/);
   });
 
   it('--json prints the final structured status only', async () => {
-    const r = await run(['call', 'relay_set', `device_id=${RIG}`, 'channel=3', 'on=false', '--json', '--url', running.url]);
+    const r = await run(['call', 'relay_set', `device_id=${RIG}`, 'channel=3', 'on=false', '--json', '--url', running.url, '--db', db]);
     expect(JSON.parse(r.stdout)).toMatchObject({ state: 'completed', evidence: 'pin_readback', terminal: true });
   });
 
   it('a string where an integer belongs is a tool error with the rule, exit 1', async () => {
-    const r = await run(['call', 'relay_set', `device_id=${RIG}`, 'channel="1"', 'on=true', '--url', running.url]);
+    const r = await run(['call', 'relay_set', `device_id=${RIG}`, 'channel="1"', 'on=true', '--url', running.url, '--db', db]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/channel must be an integer/);
   });
@@ -65,17 +67,19 @@ describe('proofrig call drives a running rig and follows the command to its end'
 
 describe('proofrig call follows a move with live progress', () => {
   let running: Running;
+  let db: string;
   const STEPPER = fileURLToPath(new URL('../boards/stepper-rig.json', import.meta.url));
   beforeAll(async () => {
-    running = await serve({ db: tmp(), port: 0, sims: [{ boardFile: STEPPER }], logger: pino({ level: 'silent' }), heartbeatMs: 200, seed: 1 });
+    db = tmp();
+    running = await serve({ db, port: 0, sims: [{ boardFile: STEPPER }], logger: pino({ level: 'silent' }), heartbeatMs: 200, seed: 1 });
     await until(() => running.core.devices.view('stepper-rig')?.online === true, 8000, 'slide online');
   });
   afterAll(() => running.close());
 
   it('prints position, percent and remaining time until the move is terminal', async () => {
-    const home = await run(['call', 'stepper_home', 'device_id=stepper-rig', 'axis=x', '--url', running.url]);
+    const home = await run(['call', 'stepper_home', 'device_id=stepper-rig', 'axis=x', '--url', running.url, '--db', db]);
     expect(home.code).toBe(0);
-    const r = await run(['call', 'stepper_move', 'device_id=stepper-rig', 'axis=x', 'target_mm=60', '--url', running.url]);
+    const r = await run(['call', 'stepper_move', 'device_id=stepper-rig', 'axis=x', 'target_mm=60', '--url', running.url, '--db', db]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/running .*pos=\d+(\.\d+)? mm {2}\d+% {2}~\d+\.\d s left/);
     expect(r.stdout.trim().split('\n').at(-2)).toMatch(/completed {2}evidence=encoder {2}verified=true {2}pos=(59\.[89]|60(\.[0-2])?)\d* mm/);

@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { BOOT_CODE_FILE, CONFIG_FILE, type RigConfig } from '@proofrig/protocol';
 import { serve, type Running } from '../host/src/serve.js';
@@ -18,7 +17,7 @@ import { FIRMWARE_FILE } from '../host/src/paths.js';
 import { Journal } from '../host/src/core/journal.js';
 import type { CommandStatus } from '../host/src/core/commands.js';
 import { crc32, runUploadCommand, upload, UploadError } from '../host/src/upload/index.js';
-import { RELAY_BOARD, until } from './helpers/e2e.js';
+import { mcpTransport, RELAY_BOARD, until } from './helpers/e2e.js';
 
 const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
 
@@ -98,7 +97,7 @@ describe('upload to a blank simulated ESP32', () => {
     expect(rig.relay(1).energised).toBe(false);
 
     client = new Client({ name: 'upload-e2e', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${running.url}/mcp`)));
+    await client.connect(mcpTransport(running));
     const call = (name: string, args: Record<string, unknown>) => client!.callTool({ name, arguments: args }) as Promise<CallToolResult>;
     const first = (await call('relay_set', { device_id: 'bench-7', channel: 1, on: true })).structuredContent as unknown as CommandStatus;
     let final = first;
@@ -130,11 +129,10 @@ describe('upload to a blank simulated ESP32', () => {
         deviceId: 'slide-1',
         host: 'ws://127.0.0.1:9/',
         wifiSsid: 'lab-net',
-        wifiPassword: 'p4ss-w0rd-only-here',
         db,
         verbose: true,
       },
-      { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } },
+      { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) }, env: { PROOFRIG_WIFI_PASSWORD: 'p4ss-w0rd-only-here' } },
     );
     expect(stderr).not.toMatch(/proofrig upload: [A-Z_]+:/);
     expect(code).toBe(0);

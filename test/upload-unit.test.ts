@@ -67,7 +67,7 @@ describe('arguments', () => {
     expect(await codeOf({ tcp: 'host:abc' })).toMatchObject({ code: 'BAD_OPTION', message: expect.stringMatching(/--tcp must be HOST\[:PORT\]/) });
     expect(await codeOf({ deviceId: 'my rig' })).toMatchObject({ code: 'BAD_OPTION', message: expect.stringMatching(/--device-id "my rig"/) });
     expect(await codeOf({ deviceId: 'x'.repeat(65) })).toMatchObject({ code: 'BAD_OPTION' });
-    expect((await codeOf({ wifi: { ssid: 'lab', password: undefined as unknown as string } })).message).toMatch(/--wifi-ssid needs --wifi-password/);
+    expect((await codeOf({ wifi: { ssid: 'lab', password: undefined as unknown as string } })).message).toMatch(/--wifi-ssid needs its password/);
     expect((await codeOf({ wifi: { ssid: 'lab', password: 'short' } })).message).toMatch(/8-63 characters/);
     expect((await codeOf({ wifi: { ssid: '', password: 'longenough' } })).message).toMatch(/--wifi-ssid must be 1-32 bytes/);
     expect(await codeOf({ db: ':memory:' })).toMatchObject({ code: 'BAD_OPTION' });
@@ -86,12 +86,49 @@ describe('arguments', () => {
     expect(await runUploadCommand({ tcp: '127.0.0.1:1', db: 'x.db' }, io)).toBe(2);
     expect(err).toMatch(/^proofrig upload: BAD_OPTION: --board, --device-id, --host are required/);
     err = '';
-    expect(await runUploadCommand({ tcp: '127.0.0.1:1', board: RELAY_BOARD, deviceId: 'd', host: 'ws://h:1', wifiPassword: 'p4ssword!', db: 'x.db' }, io)).toBe(2);
-    expect(err).toMatch(/--wifi-password needs --wifi-ssid/);
-    expect(err).not.toContain('p4ssword!');
+    expect(await runUploadCommand({ tcp: '127.0.0.1:1', board: RELAY_BOARD, deviceId: 'd', host: 'ws://h:1', wifiPasswordFile: 'pw.txt', db: 'x.db' }, io)).toBe(2);
+    expect(err).toMatch(/--wifi-password-file needs --wifi-ssid/);
     err = '';
     expect(await runUploadCommand({ tcp: '127.0.0.1:1', board: RELAY_BOARD, deviceId: 'd', host: 'http://h:1', db: 'x.db' }, io)).toBe(2);
     expect(err).toMatch(/BAD_OPTION: --host "http:\/\/h:1"/);
+  });
+});
+
+describe('the Wi-Fi password never comes from the command line', () => {
+  const base = { tcp: '127.0.0.1:1', board: RELAY_BOARD, deviceId: 'd', host: 'ws://h:1', wifiSsid: 'lab', db: join(tmp(), 'j.db') };
+  /** Run the command to the point where the password is checked (a too-short one stops it there). */
+  async function withPassword(o: object, deps: object = {}) {
+    let err = '';
+    const code = await runUploadCommand({ ...base, ...o }, { stdout: { write: () => true }, stderr: { write: (t: string) => (err += t) }, env: {}, ...deps });
+    return { code, err };
+  }
+
+  it('--wifi-password is refused with the reason and the three ways that work, and the value is not echoed', async () => {
+    const r = await withPassword({ wifiPassword: 'p4ssword!' });
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--wifi-password is not accepted: a command-line argument shows in ps and in shell history.*PROOFRIG_WIFI_PASSWORD.*--wifi-password-file/);
+    expect(r.err).not.toContain('p4ssword!');
+  });
+
+  it('the password is read from --wifi-password-file, else PROOFRIG_WIFI_PASSWORD, else a prompt', async () => {
+    const f = join(tmp(), 'pw');
+    writeFileSync(f, 'short\n');
+    // "short" reaches the WPA2 length check, which proves where it was read from
+    expect((await withPassword({ wifiPasswordFile: f })).err).toMatch(/8-63 characters/);
+    expect((await withPassword({}, { env: { PROOFRIG_WIFI_PASSWORD: 'tiny' } })).err).toMatch(/8-63 characters/);
+    let asked = '';
+    const r = await withPassword({}, { prompt: async (q: string) => ((asked = q), 'abc') });
+    expect(asked).toMatch(/Wi-Fi password for "lab"/);
+    expect(r.err).toMatch(/8-63 characters/);
+    expect((await withPassword({}, { prompt: undefined })).err).toMatch(/PROOFRIG_WIFI_PASSWORD|8-63/);
+    expect((await withPassword({ wifiPasswordFile: '/nonexistent/pw' })).err).toMatch(/does not exist/);
+  });
+
+  it('the proofrig command line has no --wifi-password in its help', async () => {
+    const { buildCli } = await import('../host/src/cli.js');
+    const up = buildCli().commands.find((c) => c.name() === 'upload')!;
+    expect(up.helpInformation()).not.toMatch(/--wifi-password </);
+    expect(up.helpInformation()).toMatch(/--wifi-password-file/);
   });
 });
 

@@ -20,6 +20,7 @@ import { DEVICE_PATH, moveDurationS, type BoardDef } from '@proofrig/protocol';
 import { serve, type Running } from '../../host/src/serve.js';
 import { Journal, blankCommand } from '../../host/src/core/journal.js';
 import { newSecret } from '../../host/src/core/ids.js';
+import { findToken } from '../../host/src/call.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'bench', 'dist');
@@ -77,7 +78,8 @@ process.on('exit', killAll);
 // ---- helpers: hosts, device processes, clients ---------------------------------------------------
 
 async function startHost(db = tmpDb()): Promise<{ running: Running; db: string; ws: string; mcp: string }> {
-  const running = await serve({ db, port: 0, logger: pino({ level: 'silent' }), heartbeatMs: 2000 });
+  // Caps raised for the load: every bench device and MCP client comes from 127.0.0.1.
+  const running = await serve({ db, port: 0, logger: pino({ level: 'silent' }), heartbeatMs: 2000, maxConnections: 5000, maxConnectionsPerAddress: 5000, maxSessions: 1000 });
   return { running, db, ws: `ws://127.0.0.1:${running.http.port}${DEVICE_PATH}`, mcp: `${running.url}/mcp` };
 }
 
@@ -106,9 +108,12 @@ function stop(c: ChildProcess): Promise<void> {
   });
 }
 
-async function mcpClient(url: string): Promise<Client> {
+/** The agent bearer token of a host whose journal is `db` (null while it has not written one yet). */
+const tokenOf = (db: string) => MCP_TOKEN ?? findToken({ db }).token;
+
+async function mcpClient(url: string, token?: string): Promise<Client> {
   const c = new Client({ name: 'bench', version: '1' });
-  const headers: Record<string, string> = MCP_TOKEN ? { Authorization: `Bearer ${MCP_TOKEN}` } : {};
+  const headers: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {};
   await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
   return c;
 }
@@ -149,7 +154,7 @@ async function latency(rttP50: number, rttP99: number): Promise<void> {
   const rig = rigsProcess(['--board', RELAY_BOARD, '--count', '1', '--id-prefix', 'lat', '--host', h.ws, '--db', h.db, '--seed', '1']);
   await until(() => h.running.core.devices.session('lat-1') !== undefined, 20000, 'rig online');
   const board = JSON.parse(readFileSync(RELAY_BOARD, 'utf8')) as BoardDef;
-  const mcp = await mcpClient(h.mcp);
+  const mcp = await mcpClient(h.mcp, h.running.tokens?.agent);
   for (const ch of [1, 3, 4]) {
     const r = board.relays.find((x) => x.ch === ch)!;
     // The physical floor: settle (the firmware waits it before reading evidence), or the simulated armature's operate time where longer.
@@ -259,7 +264,7 @@ async function capacityMcp(n: number): Promise<number> {
   for (const d of devices) h.running.core.provision(d.id, d.secret, board);
   const g = loadgen({ url: h.ws, mode: 'proofrig', devices });
   await until(() => devices.every((d) => h.running.core.devices.session(d.id) !== undefined), 60000, `${n} load devices online`);
-  const m = fork(join(DIST, 'mcp-load.js'), [JSON.stringify({ url: h.mcp, token: MCP_TOKEN, devices: devices.map((d) => d.id), ms: CAP_MS, channel: 3 })], {
+  const m = fork(join(DIST, 'mcp-load.js'), [JSON.stringify({ url: h.mcp, token: h.running.tokens?.agent, devices: devices.map((d) => d.id), ms: CAP_MS, channel: 3 })], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   children.push(m);
@@ -286,9 +291,9 @@ async function idleRss(n: number): Promise<{ perDevice: number; base: number }> 
   for (const d of devices) j.provision(d.id, d.secret, board);
   j.close();
   const port = await freePort();
-  const host = spawn(process.execPath, [CLI, 'serve', '--http', String(port), '--db', db, '--log-level', 'silent'], { stdio: 'ignore' });
+  const host = spawn(process.execPath, [CLI, 'serve', '--http', String(port), '--db', db, '--log-level', 'silent', '--max-connections', '5000', '--max-connections-per-address', '5000'], { stdio: 'ignore' });
   children.push(host);
-  await until(() => answering(`http://127.0.0.1:${port}/mcp`, INIT), 20000, 'proofrig serve answering');
+  await until(() => answering(`http://127.0.0.1:${port}/mcp`, INIT, tokenOf(db)), 20000, 'proofrig serve answering');
   await sleep(500);
   const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${host.pid}/status`, 'utf8'))![1]) * 1024;
   const before = rss();
@@ -403,9 +408,9 @@ async function freePort(): Promise<number> {
   return p;
 }
 
-async function answering(url: string, body?: string): Promise<boolean> {
+async function answering(url: string, body?: string, token?: string): Promise<boolean> {
   try {
-    const r = await fetch(url, body ? { method: 'POST', body, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(MCP_TOKEN ? { authorization: `Bearer ${MCP_TOKEN}` } : {}) } } : {});
+    const r = await fetch(url, body ? { method: 'POST', body, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) } } : {});
     await r.arrayBuffer();
     return r.status < 500 && (body ? r.ok : true);
   } catch {
@@ -438,18 +443,20 @@ async function coldStart(): Promise<{ serve: number; online: number; bare: numbe
     sdkMs.push(Number(out.trim()));
     port = await freePort();
     t = performance.now();
-    c = spawn(process.execPath, [CLI, 'serve', '--http', String(port), '--db', tmpDb(), '--log-level', 'silent'], { stdio: 'ignore' });
+    let db = tmpDb();
+    c = spawn(process.execPath, [CLI, 'serve', '--http', String(port), '--db', db, '--log-level', 'silent'], { stdio: 'ignore' });
     children.push(c);
-    await until(() => answering(`http://127.0.0.1:${port}/mcp`, INIT), 20000, 'proofrig serve answering MCP');
+    await until(() => answering(`http://127.0.0.1:${port}/mcp`, INIT, tokenOf(db)), 20000, 'proofrig serve answering MCP');
     serveMs.push(performance.now() - t);
     await stop(c);
     port = await freePort();
     t = performance.now();
-    c = spawn(process.execPath, [CLI, 'serve', '--http', String(port), '--db', tmpDb(), '--log-level', 'silent', '--sim', RELAY_BOARD], { stdio: 'ignore' });
+    db = tmpDb();
+    c = spawn(process.execPath, [CLI, 'serve', '--http', String(port), '--db', db, '--log-level', 'silent', '--sim', RELAY_BOARD], { stdio: 'ignore' });
     children.push(c);
     await until(async () => {
       try {
-        const m = await mcpClient(`http://127.0.0.1:${port}/mcp`);
+        const m = await mcpClient(`http://127.0.0.1:${port}/mcp`, tokenOf(db));
         const r = (await m.callTool({ name: 'list_devices', arguments: {} })) as { structuredContent?: { devices?: { online?: boolean }[] } };
         await m.close();
         return r.structuredContent?.devices?.[0]?.online === true;

@@ -3,7 +3,7 @@
 import type {
   BoardDef, CommandFrame, DeviceResultState, DeviceState, ErrorCode, Evidence, QueryFrame, ToDeviceFrame,
 } from '@proofrig/protocol';
-import { DEDUPE_RING_SIZE } from '@proofrig/protocol';
+import { clip, DEDUPE_RING_SIZE, echo } from '@proofrig/protocol';
 import type { Action } from './action';
 import { DONE, ringAck, ringAdd, ringDone, ringFind, ringRerun, ringResult, ringRid, ringState, ringUnacked } from './dedupe';
 import { RELAY_SET, relayInit, relayState } from './relay';
@@ -39,7 +39,7 @@ export function snapshot(): DeviceState {
 function resultJson(rid: string, st: DeviceResultState, ev: Evidence, ver: boolean, ms: number, code?: ErrorCode, msg?: string): string {
   const r: Record<string, unknown> = { t: 'res', rid: rid, st: st, ev: ev, ver: ver };
   if (code) r.code = code;
-  if (msg) r.msg = msg;
+  if (msg) r.msg = clip(msg);
   r.s = snapshot();
   r.ms = ms;
   return JSON.stringify(r);
@@ -92,7 +92,7 @@ function onCmd(f: CommandFrame): void {
   if (!a) {
     const names: string[] = [];
     for (let k = 0; k < ACTIONS.length; k++) names.push(ACTIONS[k].n);
-    return reject(i, 'UNKNOWN_ACTION', 'this device does not implement "' + String(f.a).slice(0, 40) + '"; it implements ' + names.join(', '));
+    return reject(i, 'UNKNOWN_ACTION', 'this device does not implement ' + echo(f.a) + '; it implements ' + names.join(', '));
   }
   let why = a.chk(f.p, B);
   if (why) return reject(i, 'INVALID_ARGS', why);
@@ -105,7 +105,7 @@ function onCmd(f: CommandFrame): void {
     linkSend({ t: 'ack', rid: rid, st: 'accepted' });
     a.run(i, f.p, finish);
   } catch (e) {
-    if (ringState(i) !== DONE) finish(i, 'failed', 'none', false, 'INTERNAL', a.n + ' threw: ' + e);
+    if (ringState(i) !== DONE) finish(i, 'failed', 'none', false, 'INTERNAL', a.n + ' threw: ' + clip('' + e, 200));
   }
 }
 

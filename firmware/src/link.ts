@@ -2,7 +2,7 @@
 // delivery of validated frames to the executor. Owns reconnection: exactly one reconnect timer,
 // back-off 250 ms doubling to 10 s with ±20 % jitter, reset by a successful `ok`.
 import type { RigConfig, ToDeviceFrame } from '@proofrig/protocol';
-import { authMessage, LIVENESS_MISSES, PROTOCOL_VERSION, parseToDevice } from '@proofrig/protocol';
+import { authMessage, clip, LIVENESS_MISSES, PROTOCOL_VERSION, parseToDevice } from '@proofrig/protocol';
 import { wsClose, wsInit, wsIsOpen, wsOpen, wsRxAt, wsSend } from './ws';
 import { hmacSha256Hex } from './sha256';
 import { r32, randHex } from './rand';
@@ -116,17 +116,23 @@ function welcomed(period: number): void {
   onUp();
 }
 
-function text(s: string): void {
+function answerBad(code: string, msg: string, ref?: string): void {
+  const e: Record<string, unknown> = { t: 'err', code: code, msg: msg };
+  if (ref !== undefined) e.ref = ref;
+  linkSend(e);
+}
+
+function dispatch(s: string): void {
   const r = parseToDevice(s);
   if (!r.ok) {
-    const e: Record<string, unknown> = { t: 'err', code: r.code, msg: r.msg };
-    if (r.ref !== undefined) e.ref = r.ref;
-    linkSend(e);
+    answerBad(r.code, r.msg, r.ref);
+    // Before the host is known, one bad frame ends the connection: no answer storm.
+    if (ph !== 3) down('bad frame before the welcome', false);
     return;
   }
   const f = r.f;
   if (f.t === 'err') {
-    log('host says ' + f.code + ': ' + f.msg);
+    log('host says ' + f.code + ': ' + clip(f.msg, 200));
     if (f.code === 'AUTH_FAILED' || f.code === 'PROTOCOL_VERSION') down('refused by the host', true);
   } else if (f.t === 'chal') {
     if (ph !== 1) return;
@@ -138,10 +144,19 @@ function text(s: string): void {
     try {
       onFrame(f);
     } catch (e) {
-      const o: Record<string, unknown> = { t: 'err', code: 'INTERNAL', msg: 'device failed handling ' + f.t + ': ' + e };
+      const o: Record<string, unknown> = { t: 'err', code: 'INTERNAL', msg: 'device failed handling ' + f.t + ': ' + clip('' + e, 200) };
       if (f.t === 'cmd' || f.t === 'rack') o.ref = f.rid;
       linkSend(o);
     }
+  }
+}
+
+/** Every text frame: parse and dispatch never take the link down by throwing. */
+function text(s: string): void {
+  try {
+    dispatch(s);
+  } catch (e) {
+    answerBad('INTERNAL', 'device failed reading a frame: ' + clip('' + e, 200));
   }
 }
 

@@ -3,9 +3,33 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { join } from 'node:path';
+import { AGENT_TOKEN_FILE, OPERATOR_TOKEN_FILE, readToken, stateDir } from './state-dir.js';
+
+/**
+ * The token `proofrig call` sends: --token-file, else PROOFRIG_TOKEN, else the file the server
+ * wrote beside its journal (--db, default .proofrig/journal.db) — agent's, or operator's with --operator.
+ */
+export function findToken(o: { db: string; operator?: boolean; tokenFile?: string; env?: NodeJS.ProcessEnv }): { token?: string; source?: string } {
+  if (o.tokenFile) {
+    const t = readToken(o.tokenFile);
+    if (!t) throw new Error(`--token-file ${o.tokenFile} does not exist or is empty`);
+    return { token: t, source: o.tokenFile };
+  }
+  const env = o.env ?? process.env;
+  if (env.PROOFRIG_TOKEN && !o.operator) return { token: env.PROOFRIG_TOKEN, source: 'PROOFRIG_TOKEN' };
+  const file = join(stateDir(o.db), o.operator ? OPERATOR_TOKEN_FILE : AGENT_TOKEN_FILE);
+  const t = readToken(file);
+  if (!t && o.operator) throw new Error(`no operator token at ${file}; pass --db (the server's journal) or --token-file`);
+  return t ? { token: t, source: file } : {};
+}
 
 export interface CallOptions {
   url: string;
+  /** Bearer token for the server's MCP (undefined: send none, for a --no-auth server). */
+  token?: string;
+  /** Where the token came from, for the error message when it is refused. */
+  tokenSource?: string;
   json: boolean;
   follow: boolean;
   out: NodeJS.WritableStream & { isTTY?: boolean };
@@ -44,10 +68,18 @@ function line(s: Record<string, unknown>): string {
 export async function call(tool: string, args: Record<string, unknown>, o: CallOptions): Promise<number> {
   const client = new Client({ name: 'proofrig-call', version: '0.1.0' });
   const endpoint = new URL('/mcp', o.url);
+  const transport = new StreamableHTTPClientTransport(endpoint, o.token ? { requestInit: { headers: { authorization: `Bearer ${o.token}` } } } : undefined);
   try {
-    await client.connect(new StreamableHTTPClientTransport(endpoint));
+    await client.connect(transport);
   } catch (e) {
-    throw new Error(`cannot reach a proofrig server at ${endpoint} (${(e as Error).message}); start one with "npm start" or pass --url`);
+    const msg = (e as Error).message;
+    if (/\b401\b|bearer token/.test(msg)) {
+      throw new Error(
+        `the proofrig server at ${endpoint} refused ${o.token ? `the token from ${o.tokenSource ?? 'the command line'}` : 'a call without a token'}: ` +
+          'run proofrig call on the machine of the server from its folder, or pass --db (the server\'s journal) or --token-file',
+      );
+    }
+    throw new Error(`cannot reach a proofrig server at ${endpoint} (${msg}); start one with "npm start" or pass --url`);
   }
   try {
     let res = (await client.callTool({ name: tool, arguments: args })) as CallToolResult;
@@ -78,6 +110,8 @@ export async function call(tool: string, args: Record<string, unknown>, o: CallO
     else if (s!.detail) o.out.write(`detail: ${s!.detail}\n`);
     return s!.state === 'completed' ? 0 : 3;
   } finally {
+    // End the MCP session on the server (it counts against the server's session cap).
+    await transport.terminateSession().catch(() => {});
     await client.close().catch(() => {});
   }
 }

@@ -1,6 +1,7 @@
 // The `proofrig` command line.
 import { Command, Option } from 'commander';
 import pino from 'pino';
+import type { TokenSet } from './state-dir.js';
 import { parseSimSpec, serve } from './serve.js';
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
@@ -26,6 +27,31 @@ function intOption(name: string, min: number, max: number) {
   };
 }
 
+/**
+ * The client config block of the banner. The token itself is printed only when it was just
+ * created (shown once); afterwards the banner says which file holds it.
+ */
+export function clientConfig(mcpUrl: string, tokens: TokenSet | null, mayShowToken = true): string[] {
+  if (!tokens) {
+    return [
+      'MCP runs WITHOUT authentication (--no-auth). Connect an MCP client, e.g. in its config:',
+      JSON.stringify({ mcpServers: { proofrig: { type: 'http', url: mcpUrl } } }, null, 2),
+      '',
+    ];
+  }
+  const shown = (tokens.created && mayShowToken) || !tokens.agentFile;
+  const bearer = shown ? `Bearer ${tokens.agent}` : `Bearer <the token in ${tokens.agentFile}>`;
+  return [
+    shown
+      ? `MCP needs a bearer token. New tokens were generated${tokens.agentFile ? ` (stored 0600 in ${tokens.agentFile} and ${tokens.operatorFile})` : ' for this run only'}; this is the only time they are printed.`
+      : `MCP needs the bearer token stored in ${tokens.agentFile} (operator: ${tokens.operatorFile}).`,
+    'Connect an MCP client, e.g. in its config:',
+    JSON.stringify({ mcpServers: { proofrig: { type: 'http', url: mcpUrl, headers: { Authorization: bearer } } } }, null, 2),
+    ...(shown && !tokens.agentFile ? [`Operator token (operator-only actions): ${tokens.operator}`] : []),
+    '',
+  ];
+}
+
 export function buildCli(verbs?: Verbs): Command {
   const program = new Command('proofrig')
     .description('Drive relay/stepper rigs through ESP32 devices and report only what the hardware confirmed.')
@@ -37,7 +63,14 @@ export function buildCli(verbs?: Verbs): Command {
     .option('--stdio', 'serve MCP on stdin/stdout (logs go to stderr); the HTTP listener still takes devices', false)
     .addOption(new Option('--http <port>', 'port for MCP over HTTP and the device gateway').default(8787).argParser(intOption('--http', 0, 65535)))
     .option('--listen <addr>', 'address to listen on (0.0.0.0 for real devices on your LAN)', '127.0.0.1')
-    .option('--allow-remote-mcp', 'answer MCP requests from other machines too (MCP has no authentication; devices always do)', false)
+    .option('--allow-remote-mcp', 'answer MCP requests from other machines too (they need the token; it travels in clear over http)', false)
+    .option('--no-auth', 'serve MCP without the bearer token (only while MCP answers this machine only; a warning is logged)')
+    .option('--allowed-host <name>', 'also accept this Host header on /mcp (name or name:port; repeatable)', collect, [])
+    .option('--allowed-origin <origin>', 'also accept this browser Origin on /mcp, e.g. http://rig-pc.lan:8787 (repeatable)', collect, [])
+    .addOption(new Option('--session-idle-s <s>', 'close an MCP session unused this long').default(600).argParser(intOption('--session-idle-s', 5, 86400)))
+    .addOption(new Option('--max-sessions <n>', 'open MCP sessions at most').default(64).argParser(intOption('--max-sessions', 1, 10000)))
+    .addOption(new Option('--max-connections <n>', 'open TCP connections (devices and MCP) at most').default(256).argParser(intOption('--max-connections', 1, 100000)))
+    .addOption(new Option('--max-connections-per-address <n>', 'open TCP connections from one address at most').default(32).argParser(intOption('--max-connections-per-address', 1, 100000)))
     .option('--sim <board[=id]>', 'start a simulated rig running the built firmware (repeatable)', collect, [])
     .option('--fault <dev:part:fault>', 'inject a fault into a simulated rig, e.g. relay-rig-4ch:relay2:coil_open (repeatable)', collect, [])
     .addOption(
@@ -57,6 +90,13 @@ export function buildCli(verbs?: Verbs): Command {
         port: o.http,
         listenHost: o.listen,
         allowRemoteMcp: o.allowRemoteMcp,
+        auth: o.auth,
+        allowedHosts: o.allowedHost,
+        allowedOrigins: o.allowedOrigin,
+        maxConnections: o.maxConnections,
+        maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+        sessionIdleMs: o.sessionIdleS * 1000,
+        maxSessions: o.maxSessions,
         stdio: o.stdio,
         sims: (o.sim as string[]).map(parseSimSpec),
         faults: o.fault,
@@ -73,9 +113,8 @@ export function buildCli(verbs?: Verbs): Command {
         `  journal:               ${o.db}`,
         ...[...running.consoles].map(([id, port]) => `  ${id} Espruino console: tcp://127.0.0.1:${port}`),
         '',
-        'Connect an MCP client, e.g. in its config:',
-        JSON.stringify({ mcpServers: { proofrig: { type: 'http', url: mcpUrl } } }, null, 2),
-        '',
+        // Under --stdio the banner goes to stderr, which desktop clients keep in log files: no token there.
+        ...clientConfig(mcpUrl, running.tokens, !o.stdio),
         'Or drive the rig from another terminal:',
         `  npx proofrig call list_devices`,
         `  npx proofrig call relay_set device_id=${[...running.rigs.keys()][0] ?? 'DEVICE'} channel=1 on=true`,
@@ -91,17 +130,21 @@ export function buildCli(verbs?: Verbs): Command {
     });
 
   if (!verbs) return program;
-  const { call, parseToolArgs } = verbs;
+  const { call, findToken, parseToolArgs } = verbs;
   program
     .command('call')
     .description('Call one MCP tool of a running proofrig and follow the command until it is terminal.')
     .argument('<tool>', 'tool name, e.g. relay_set, get_action_status, list_devices, get_device_status')
     .argument('[args...]', 'key=value arguments; values are JSON when they parse (1, true, "x")')
     .option('--url <url>', 'proofrig server', 'http://127.0.0.1:8787')
+    .option('--db <path>', "the server's journal: its folder holds the MCP token this command sends", '.proofrig/journal.db')
+    .option('--token-file <file>', 'send the bearer token in this file instead (else PROOFRIG_TOKEN, else the one beside --db)')
+    .option('--operator', 'send the operator token (.proofrig/operator-token): allowed operator-only actions', false)
     .option('--json', 'print the final structured result as JSON only', false)
     .option('--no-follow', 'return right after the action tool answers')
     .action(async (tool: string, pairs: string[], o) => {
-      const code = await call(tool, parseToolArgs(pairs), { url: o.url, json: o.json, follow: o.follow, out: process.stdout });
+      const { token, source } = findToken({ db: o.db, operator: o.operator, tokenFile: o.tokenFile });
+      const code = await call(tool, parseToolArgs(pairs), { url: o.url, token, tokenSource: source, json: o.json, follow: o.follow, out: process.stdout });
       process.exitCode = code;
     });
 

@@ -1,7 +1,6 @@
 // Wires a running proofrig: host core + HTTP (MCP and device gateway) + optional stdio MCP
 // + simulated rigs that run the built firmware file and dial into the gateway over real TCP.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { checkBoard, DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
 import type { Clock } from '@proofrig/protocol/clock';
@@ -10,6 +9,7 @@ import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost } from './mcp/http.js';
 import { createMcpServer } from './mcp/tools.js';
 import { FIRMWARE_FILE } from './paths.js';
+import { ephemeralTokens, loadOrCreateTokens, prepareStateDir, stateDir, type TokenSet } from './state-dir.js';
 import type { SimRig } from '@proofrig/sim';
 
 export interface SimSpec {
@@ -22,8 +22,18 @@ export interface ServeOptions {
   /** Port for MCP over HTTP and the device gateway (0 = any free port). */
   port: number;
   listenHost?: string;
-  /** Serve MCP to other machines too (it has no authentication of its own). */
+  /** Serve MCP to other machines too (they need the token, which travels in clear over http). */
   allowRemoteMcp?: boolean;
+  /** Require a bearer token on /mcp (default true). false = --no-auth, loopback only. */
+  auth?: boolean;
+  /** Extra Host header names / Origins MCP accepts (--allowed-host, --allowed-origin). */
+  allowedHosts?: string[];
+  allowedOrigins?: string[];
+  /** MCP session idle expiry and cap, connection caps (see HttpOptions). */
+  sessionIdleMs?: number;
+  maxSessions?: number;
+  maxConnections?: number;
+  maxConnectionsPerAddress?: number;
   stdio?: boolean;
   sims?: SimSpec[];
   faults?: string[];
@@ -47,6 +57,8 @@ export interface Running {
   /** Console port of each simulated rig, when consolePort was given. */
   consoles: Map<string, number>;
   url: string;
+  /** The MCP bearer tokens (null with auth off). */
+  tokens: TokenSet | null;
   close(): Promise<void>;
 }
 
@@ -94,10 +106,34 @@ export async function serve(o: ServeOptions): Promise<Running> {
   });
   const firmware = o.firmwareFile ?? FIRMWARE_FILE;
   if (sims.length > 0 && !existsSync(firmware)) throw new Error(`firmware file ${firmware} is missing; build it with: npm run build`);
-  if (o.db !== ':memory:') mkdirSync(dirname(resolve(o.db)), { recursive: true });
+  const auth = o.auth ?? true;
+  if (!auth && o.allowRemoteMcp) throw new Error('--no-auth is only allowed while MCP answers this machine only; drop --allow-remote-mcp or keep the token');
+  let tokens: TokenSet | null = null;
+  if (o.db !== ':memory:') {
+    const dir = stateDir(o.db);
+    const warning = prepareStateDir(dir);
+    if (warning) o.logger.warn({ evt: 'state_dir_open' }, warning);
+    if (auth) tokens = loadOrCreateTokens(dir);
+  } else if (auth) tokens = ephemeralTokens();
 
   const core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs, retention: o.retention });
-  const http = await startHttpHost(core, o.port, o.listenHost ?? '127.0.0.1', o.allowRemoteMcp ?? false);
+  let http: HttpHost;
+  try {
+    http = await startHttpHost(core, o.port, {
+      host: o.listenHost ?? '127.0.0.1',
+      allowRemoteMcp: o.allowRemoteMcp ?? false,
+      tokens,
+      allowedHosts: o.allowedHosts,
+      allowedOrigins: o.allowedOrigins,
+      sessionIdleMs: o.sessionIdleMs,
+      maxSessions: o.maxSessions,
+      maxConnections: o.maxConnections,
+      maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+    });
+  } catch (e) {
+    core.close();
+    throw e;
+  }
   const url = `http://${o.listenHost ?? '127.0.0.1'}:${http.port}`;
 
   const rigs = new Map<string, SimRig>();
@@ -139,5 +175,5 @@ export async function serve(o: ServeOptions): Promise<Running> {
     await http.close();
     core.close();
   };
-  return { core, http, rigs, consoles, url, close };
+  return { core, http, rigs, consoles, url, tokens, close };
 }

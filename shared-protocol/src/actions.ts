@@ -2,6 +2,7 @@
 // again on the device before touching a pin, from this one definition.
 import type { BoardDef } from './board.js';
 import { findAxis, findRelay } from './board.js';
+import { echo } from './check.js';
 
 // idempotent: a retry with the same request_id is safe (the device's dedupe ring answers it).
 // always: executes even while the target is busy and even for a request_id already seen.
@@ -64,7 +65,7 @@ function axesOf(board: BoardDef): string {
 export function checkStepperMoveArgs(p: Record<string, unknown>, board: BoardDef): string | null {
   if (typeof p.axis !== 'string') return 'axis must be a string (axes: ' + axesOf(board) + ')';
   const ax = findAxis(board, p.axis);
-  if (!ax) return 'axis ' + p.axis + ' does not exist on ' + board.id + '; axes: ' + axesOf(board);
+  if (!ax) return 'axis ' + echo(p.axis) + ' does not exist on ' + board.id + '; axes: ' + axesOf(board);
   if (typeof p.mm !== 'number' || !isFinite(p.mm)) return 'mm must be a number (absolute target in mm)';
   if (p.mm < ax.travel.min_mm || p.mm > ax.travel.max_mm)
     return 'target ' + p.mm + ' mm is outside the travel of axis ' + ax.axis + ': ' + ax.travel.min_mm + '..' + ax.travel.max_mm + ' mm';
@@ -77,7 +78,7 @@ export function checkStepperMoveArgs(p: Record<string, unknown>, board: BoardDef
 
 export function checkStepperHomeArgs(p: Record<string, unknown>, board: BoardDef): string | null {
   if (typeof p.axis !== 'string') return 'axis must be a string (axes: ' + axesOf(board) + ')';
-  if (!findAxis(board, p.axis)) return 'axis ' + p.axis + ' does not exist on ' + board.id + '; axes: ' + axesOf(board);
+  if (!findAxis(board, p.axis)) return 'axis ' + echo(p.axis) + ' does not exist on ' + board.id + '; axes: ' + axesOf(board);
   return null;
 }
 

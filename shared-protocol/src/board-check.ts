@@ -1,6 +1,7 @@
 // Full validation of a board definition, for the host and the tools (the firmware trusts the
 // config the uploader wrote, which passed this check).
 import type { BoardDef } from './board.js';
+import { echo } from './check.js';
 
 /** GPIOs an ESP32 (WROOM/WROVER module) can use at all. 6–11 drive the flash chip. */
 const ESP32_GPIO = [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 25, 26, 27, 32, 33, 34, 35, 36, 39];
@@ -49,7 +50,7 @@ export function checkBoard(raw: unknown): BoardCheck {
       else if (chans.indexOf(r.ch) >= 0) errors.push(`${at}.ch: channel ${r.ch} is defined twice`);
       else chans.push(r.ch);
       if (typeof r.name !== 'string') errors.push(`${at}.name: must be a string`);
-      if (!isInt(r.pin) || ESP32_GPIO.indexOf(r.pin) < 0) errors.push(`${at}.pin: GPIO${String(r.pin)} is not a usable ESP32 GPIO`);
+      if (!isInt(r.pin) || ESP32_GPIO.indexOf(r.pin) < 0) errors.push(`${at}.pin: GPIO${echo(r.pin)} is not a usable ESP32 GPIO`);
       else if (ESP32_INPUT_ONLY.indexOf(r.pin) >= 0) errors.push(`${at}.pin: GPIO${r.pin} is input-only and cannot drive a relay`);
       else claim(r.pin, `${at}.pin`);
       if (typeof r.active_low !== 'boolean') errors.push(`${at}.active_low: must be true or false`);
@@ -57,7 +58,7 @@ export function checkBoard(raw: unknown): BoardCheck {
       const fb = r.feedback;
       if (!isObj(fb)) return errors.push(`${at}.feedback: must be an object with a kind`);
       if (fb.kind === 'aux_contact') {
-        if (!isInt(fb.pin) || ESP32_GPIO.indexOf(fb.pin) < 0) errors.push(`${at}.feedback.pin: GPIO${String(fb.pin)} is not a usable ESP32 GPIO`);
+        if (!isInt(fb.pin) || ESP32_GPIO.indexOf(fb.pin) < 0) errors.push(`${at}.feedback.pin: GPIO${echo(fb.pin)} is not a usable ESP32 GPIO`);
         else claim(fb.pin, `${at}.feedback.pin`);
         if (typeof fb.active_low !== 'boolean') errors.push(`${at}.feedback.active_low: must be true or false`);
         if (fb.pull !== 'up' && fb.pull !== 'down' && fb.pull !== 'external')
@@ -89,7 +90,7 @@ function isPos(x: unknown): x is number {
 /** An input the firmware reads; `watched` when it must interrupt (setWatch), not just be polled. */
 function checkInput(sw: unknown, at: string, errors: string[], claim: (pin: number, what: string) => void, watched = true): void {
   if (!isObj(sw)) return void errors.push(`${at}: must be an object with pin, active_low, pull`);
-  if (!isInt(sw.pin) || ESP32_GPIO.indexOf(sw.pin) < 0) errors.push(`${at}.pin: GPIO${String(sw.pin)} is not a usable ESP32 GPIO`);
+  if (!isInt(sw.pin) || ESP32_GPIO.indexOf(sw.pin) < 0) errors.push(`${at}.pin: GPIO${echo(sw.pin)} is not a usable ESP32 GPIO`);
   else if (watched && ESP32_WATCHABLE.indexOf(sw.pin) < 0)
     errors.push(`${at}.pin: Espruino cannot setWatch GPIO${sw.pin} on the ESP32; use one of ${ESP32_WATCHABLE.join(', ')}`);
   else claim(sw.pin, `${at}.pin`);
@@ -100,7 +101,7 @@ function checkInput(sw: unknown, at: string, errors: string[], claim: (pin: numb
 }
 
 function checkOutput(pin: unknown, at: string, errors: string[], claim: (pin: number, what: string) => void): void {
-  if (!isInt(pin) || ESP32_GPIO.indexOf(pin) < 0) errors.push(`${at}: GPIO${String(pin)} is not a usable ESP32 GPIO`);
+  if (!isInt(pin) || ESP32_GPIO.indexOf(pin) < 0) errors.push(`${at}: GPIO${echo(pin)} is not a usable ESP32 GPIO`);
   else if (ESP32_INPUT_ONLY.indexOf(pin) >= 0) errors.push(`${at}: GPIO${pin} is input-only and cannot be an output`);
   else claim(pin, at);
 }

@@ -1,5 +1,5 @@
 // Tiny field checkers shared by the frame validators (no dependencies; runs on Espruino).
-import { MAX_ID_LENGTH } from './constants.js';
+import { MAX_ECHO_LENGTH, MAX_ID_LENGTH, MAX_MSG_LENGTH } from './constants.js';
 
 export interface FrameError {
   ok: false;
@@ -29,6 +29,32 @@ export function optStr(x: unknown): boolean {
   return x === undefined || typeof x === 'string';
 }
 
+/** A string of at most `max` chars. */
+export function isStr(x: unknown, max: number): x is string {
+  return typeof x === 'string' && x.length <= max;
+}
+
+/** Absent, or a human-readable message within MAX_MSG_LENGTH. */
+export function optMsg(x: unknown): boolean {
+  return x === undefined || isStr(x, MAX_MSG_LENGTH);
+}
+
+/** Clip text to at most `max` chars (MAX_MSG_LENGTH by default), marking the cut. */
+export function clip(s: string, max?: number): string {
+  const m = max === undefined ? MAX_MSG_LENGTH : max;
+  return s.length <= m ? s : s.slice(0, m - 3) + '...';
+}
+
+/**
+ * A received value quoted back in a message: only a string or a number is shown, clipped to
+ * MAX_ECHO_LENGTH, so a reply never grows with the input or runs its toString.
+ */
+export function echo(x: unknown): string {
+  if (typeof x === 'number') return '' + x;
+  if (typeof x !== 'string') return '(' + (x === null ? 'null' : Array.isArray(x) ? 'array' : typeof x) + ')';
+  return JSON.stringify(clip(x, MAX_ECHO_LENGTH));
+}
+
 export const ID_RULE = 'must be 1-' + MAX_ID_LENGTH + ' chars of A-Z a-z 0-9 _ . : -';
 
 /** Parse JSON text into an object with a string `t`, or say why not. */
@@ -47,6 +73,7 @@ export function parseEnvelope(text: unknown): { ok: true; f: Record<string, unkn
 
 /** The `err` frame is the same both ways: string code and msg, optional string ref. */
 export function checkErr(f: Record<string, unknown>): FrameError | null {
-  if (typeof f.code !== 'string' || typeof f.msg !== 'string' || !optStr(f.ref)) return bad('err', 'needs string code and msg');
+  if (!isStr(f.code, 32) || !isStr(f.msg, MAX_MSG_LENGTH) || (f.ref !== undefined && !isStr(f.ref, MAX_ID_LENGTH + 16)))
+    return bad('err', 'needs string code (up to 32 chars) and msg (up to ' + MAX_MSG_LENGTH + '), optional ref');
   return null;
 }

@@ -15,6 +15,13 @@ export const CONFIG_FILE = 'proofrig.json';
 export const BOOT_CODE_FILE = '.bootcde';
 /** Longest request_id / command id accepted on the wire. */
 export const MAX_ID_LENGTH = 64;
+/** Longest human-readable message (`msg` of res/prog/err) accepted on the wire; senders clip to it. */
+export const MAX_MSG_LENGTH = 1000;
+/** Longest piece of received input a message may quote back (an axis name, an action name...). */
+export const MAX_ECHO_LENGTH = 40;
+/** Bounds of a state snapshot: more relays or axes than this is not a real rig. */
+export const MAX_STATE_RELAYS = 64;
+export const MAX_STATE_AXES = 16;
 
 /** The string both sides MAC with the device secret (HMAC-SHA256, hex) to prove the device. */
 export function authMessage(dev: string, boot: string, clientNonce: string, serverNonce: string): string {

@@ -2,7 +2,7 @@
 import type { ErrorCode } from './codes.js';
 import type { ActionName } from './actions.js';
 import type { FrameError } from './check.js';
-import { bad, checkErr, ID_RULE, isId, isNum, isObj, parseEnvelope } from './check.js';
+import { bad, checkErr, echo, ID_RULE, isId, isNum, isObj, parseEnvelope } from './check.js';
 import { PROTOCOL_VERSION } from './constants.js';
 
 /** Sent after `hello`: prove you hold the device secret by MACing this nonce. */
@@ -43,7 +43,7 @@ export function parseToDevice(text: unknown): ToDeviceParse {
   const t = f.t as string;
   switch (t) {
     case 'chal':
-      if (f.v !== PROTOCOL_VERSION) return bad(t, 'protocol version ' + String(f.v) + ' is not ' + PROTOCOL_VERSION);
+      if (f.v !== PROTOCOL_VERSION) return bad(t, 'protocol version ' + echo(f.v) + ' is not ' + PROTOCOL_VERSION);
       if (typeof f.sn !== 'string' || f.sn.length < 16 || f.sn.length > 128) return bad(t, 'sn must be a nonce of 16-128 chars');
       break;
     case 'ok':
@@ -51,7 +51,7 @@ export function parseToDevice(text: unknown): ToDeviceParse {
       break;
     case 'cmd':
       if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
-      if (typeof f.a !== 'string' || f.a.length === 0) return bad(t, 'a must name an action', f.rid as string);
+      if (typeof f.a !== 'string' || f.a.length === 0 || f.a.length > 32) return bad(t, 'a must name an action (up to 32 chars)', f.rid as string);
       if (!isObj(f.p)) return bad(t, 'p must be an object of arguments', f.rid as string);
       break;
     case 'rack':
@@ -70,7 +70,7 @@ export function parseToDevice(text: unknown): ToDeviceParse {
       break;
     }
     default:
-      return { ok: false, code: 'UNKNOWN_FRAME', msg: 'unknown frame type "' + t.slice(0, 32) + '"' };
+      return { ok: false, code: 'UNKNOWN_FRAME', msg: 'unknown frame type ' + echo(t) };
   }
   return { ok: true, f: f as unknown as ToDeviceFrame };
 }

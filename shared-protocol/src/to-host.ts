@@ -5,7 +5,8 @@ import type { DeviceResultState, Evidence } from './states.js';
 import { DEVICE_RESULT_STATES, EVIDENCE_KINDS } from './states.js';
 import type { DeviceState } from './state.js';
 import type { FrameError } from './check.js';
-import { bad, checkErr, ID_RULE, isId, isNum, isObj, optStr, parseEnvelope } from './check.js';
+import { bad, checkErr, ID_RULE, isId, isNum, isObj, echo, isStr, optMsg, parseEnvelope } from './check.js';
+import { MAX_ID_LENGTH, MAX_MSG_LENGTH, MAX_STATE_AXES, MAX_STATE_RELAYS } from './constants.js';
 
 /** First frame on every connection. `boot` is fresh on every boot; `cn` is the device's nonce. */
 export interface HelloFrame { t: 'hello'; v: number; dev: string; boot: string; fw: string; board: string; cn: string }
@@ -47,25 +48,46 @@ export type ToHostFrame =
 
 export type ToHostParse = { ok: true; f: ToHostFrame } | FrameError;
 
-function checkState(s: unknown): string | null {
-  if (!isObj(s)) return 's must be a state object';
-  if (!isNum(s.up)) return 's.up must be a number';
-  if (!Array.isArray(s.relays)) return 's.relays must be an array';
-  for (const r of s.relays as unknown[]) {
-    if (!isObj(r) || !isNum(r.ch)) return 's.relays[] must be objects with a numeric ch';
-    for (const k of ['cmd', 'pin', 'aux']) if (r[k] !== null && typeof r[k] !== 'boolean') return 's.relays[].' + k + ' must be boolean or null';
+const RELAY_KEYS = ['cmd', 'pin', 'aux'];
+const AXIS_FLAGS = ['moving', 'homed', 'fault', 'home', 'limit'];
+
+/**
+ * Check a state snapshot and rebuild it from its known fields only: whatever else the device
+ * sent (extra keys, deep nesting) never reaches the journal, the logs or an MCP answer.
+ */
+export function readState(s: unknown): { ok: true; s: DeviceState } | { ok: false; msg: string } {
+  if (!isObj(s)) return { ok: false, msg: 's must be a state object' };
+  if (!isNum(s.up)) return { ok: false, msg: 's.up must be a number' };
+  if (!Array.isArray(s.relays)) return { ok: false, msg: 's.relays must be an array' };
+  if (s.relays.length > MAX_STATE_RELAYS) return { ok: false, msg: 's.relays has more than ' + MAX_STATE_RELAYS + ' entries' };
+  const out: DeviceState = { up: s.up, relays: [] };
+  for (let i = 0; i < s.relays.length; i++) {
+    const r: unknown = s.relays[i];
+    if (!isObj(r) || !isNum(r.ch)) return { ok: false, msg: 's.relays[] must be objects with a numeric ch' };
+    for (let k = 0; k < RELAY_KEYS.length; k++) {
+      const v = r[RELAY_KEYS[k]];
+      if (v !== null && typeof v !== 'boolean') return { ok: false, msg: 's.relays[].' + RELAY_KEYS[k] + ' must be boolean or null' };
+    }
+    out.relays.push({ ch: r.ch, cmd: r.cmd as boolean | null, pin: r.pin as boolean | null, aux: r.aux as boolean | null });
   }
   if (s.axes !== undefined) {
-    if (!Array.isArray(s.axes)) return 's.axes must be an array';
-    for (const a of s.axes as unknown[]) {
-      if (!isObj(a) || typeof a.axis !== 'string' || !isNum(a.pos) || !isNum(a.cmd)) return 's.axes[] must have axis, pos and cmd';
-      for (const k of ['moving', 'homed', 'fault', 'home', 'limit']) if (typeof a[k] !== 'boolean') return 's.axes[].' + k + ' must be a boolean';
+    if (!Array.isArray(s.axes)) return { ok: false, msg: 's.axes must be an array' };
+    if (s.axes.length > MAX_STATE_AXES) return { ok: false, msg: 's.axes has more than ' + MAX_STATE_AXES + ' entries' };
+    out.axes = [];
+    for (let i = 0; i < s.axes.length; i++) {
+      const a: unknown = s.axes[i];
+      if (!isObj(a) || !isStr(a.axis, 32) || !isNum(a.pos) || !isNum(a.cmd)) return { ok: false, msg: 's.axes[] must have axis (up to 32 chars), pos and cmd' };
+      for (let k = 0; k < AXIS_FLAGS.length; k++) if (typeof a[AXIS_FLAGS[k]] !== 'boolean') return { ok: false, msg: 's.axes[].' + AXIS_FLAGS[k] + ' must be a boolean' };
+      out.axes.push({
+        axis: a.axis, pos: a.pos, cmd: a.cmd,
+        moving: a.moving as boolean, homed: a.homed as boolean, fault: a.fault as boolean, home: a.home as boolean, limit: a.limit as boolean,
+      });
     }
   }
-  return null;
+  return { ok: true, s: out };
 }
 
-/** Validate a text frame arriving at the host. Never throws. */
+/** Validate a text frame arriving at the host and rebuild it from its known fields. Never throws. */
 export function parseToHost(text: unknown): ToHostParse {
   const env = parseEnvelope(text);
   if (!env.ok) return env;
@@ -77,22 +99,26 @@ export function parseToHost(text: unknown): ToHostParse {
       if (!isNum(f.v)) return bad(t, 'v must be the protocol version number');
       if (!isId(f.dev)) return bad(t, 'dev ' + ID_RULE);
       if (!isId(f.boot)) return bad(t, 'boot ' + ID_RULE);
-      if (typeof f.fw !== 'string' || typeof f.board !== 'string') return bad(t, 'fw and board must be strings');
+      if (!isStr(f.fw, MAX_ID_LENGTH) || !isStr(f.board, MAX_ID_LENGTH)) return bad(t, 'fw and board must be strings of up to ' + MAX_ID_LENGTH + ' chars');
       if (typeof f.cn !== 'string' || f.cn.length < 16 || f.cn.length > 128) return bad(t, 'cn must be a nonce of 16-128 chars');
-      break;
+      return { ok: true, f: { t: t, v: f.v, dev: f.dev, boot: f.boot, fw: f.fw, board: f.board, cn: f.cn } };
     case 'auth':
       if (typeof f.mac !== 'string' || !/^[0-9a-f]{64}$/.test(f.mac)) return bad(t, 'mac must be 64 lowercase hex chars');
-      break;
+      return { ok: true, f: { t: t, mac: f.mac } };
     case 'ack':
       if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
       if (f.st !== 'accepted' && f.st !== 'running') return bad(t, 'st must be "accepted" or "running"', rid);
-      break;
-    case 'prog':
+      return { ok: true, f: { t: t, rid: f.rid, st: f.st } };
+    case 'prog': {
       if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
       if (!isNum(f.pct) || f.pct < 0 || f.pct > 100) return bad(t, 'pct must be 0..100', rid);
-      if (!optStr(f.msg)) return bad(t, 'msg must be a string', rid);
+      if (!optMsg(f.msg)) return bad(t, 'msg must be a string of up to ' + MAX_MSG_LENGTH + ' chars', rid);
       if (f.pos !== undefined && !isNum(f.pos)) return bad(t, 'pos must be a number (mm)', rid);
-      break;
+      const p: ProgressFrame = { t: t, rid: f.rid, pct: f.pct };
+      if (f.pos !== undefined) p.pos = f.pos as number;
+      if (f.msg !== undefined) p.msg = f.msg as string;
+      return { ok: true, f: p };
+    }
     case 'res': {
       if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
       if ((DEVICE_RESULT_STATES as readonly unknown[]).indexOf(f.st) < 0) return bad(t, 'st must be one of ' + DEVICE_RESULT_STATES.join(', '), rid);
@@ -100,33 +126,43 @@ export function parseToHost(text: unknown): ToHostParse {
       if (typeof f.ver !== 'boolean') return bad(t, 'ver must be a boolean', rid);
       if (f.ver && f.ev === 'none') return bad(t, 'ver cannot be true without evidence', rid);
       if (f.st === 'completed' && !f.ver) return bad(t, 'completed requires verified evidence', rid);
-      if (f.code !== undefined && !isErrorCode(f.code)) return bad(t, 'code ' + String(f.code) + ' is not a known error code', rid);
+      if (f.code !== undefined && !isErrorCode(f.code)) return bad(t, 'code must be a known error code', rid);
       if ((f.st === 'failed' || f.st === 'rejected') && f.code === undefined) return bad(t, f.st + ' requires an error code', rid);
-      if (!optStr(f.msg)) return bad(t, 'msg must be a string', rid);
+      if (!optMsg(f.msg)) return bad(t, 'msg must be a string of up to ' + MAX_MSG_LENGTH + ' chars', rid);
       if (!isNum(f.ms)) return bad(t, 'ms must be a number', rid);
-      const e = checkState(f.s);
-      if (e) return bad(t, e, rid);
-      break;
+      const st = readState(f.s);
+      if (!st.ok) return bad(t, st.msg, rid);
+      const r: ResultFrame = { t: t, rid: f.rid, st: f.st as DeviceResultState, ev: f.ev as Evidence, ver: f.ver, s: st.s, ms: f.ms };
+      if (f.code !== undefined) r.code = f.code as ErrorCode;
+      if (f.msg !== undefined) r.msg = f.msg as string;
+      return { ok: true, f: r };
     }
     case 'state': {
       if (!isId(f.q)) return bad(t, 'q ' + ID_RULE);
-      const e = checkState(f.s);
-      if (e) return bad(t, e);
+      const st = readState(f.s);
+      if (!st.ok) return bad(t, st.msg);
       if (f.rid !== undefined && !isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
       if (f.rst !== undefined && f.rst !== 'running' && f.rst !== 'done' && f.rst !== 'unknown') return bad(t, 'rst must be running, done or unknown');
-      break;
+      const o: StateFrame = { t: t, q: f.q, s: st.s };
+      if (f.rid !== undefined) o.rid = f.rid as string;
+      if (f.rst !== undefined) o.rst = f.rst as StateFrame['rst'];
+      return { ok: true, f: o };
     }
-    case 'hb':
+    case 'hb': {
       if (!isNum(f.up)) return bad(t, 'up must be a number');
       if (f.free !== undefined && !isNum(f.free)) return bad(t, 'free must be a number');
-      break;
+      const h: DeviceHeartbeatFrame = { t: t, up: f.up };
+      if (f.free !== undefined) h.free = f.free as number;
+      return { ok: true, f: h };
+    }
     case 'err': {
       const e = checkErr(f);
       if (e) return e;
-      break;
+      const o: DeviceErrorFrame = { t: t, code: f.code as ErrorCode, msg: f.msg as string };
+      if (f.ref !== undefined) o.ref = f.ref as string;
+      return { ok: true, f: o };
     }
     default:
-      return { ok: false, code: 'UNKNOWN_FRAME', msg: 'unknown frame type "' + t.slice(0, 32) + '"' };
+      return { ok: false, code: 'UNKNOWN_FRAME', msg: 'unknown frame type ' + echo(t) };
   }
-  return { ok: true, f: f as unknown as ToHostFrame };
 }

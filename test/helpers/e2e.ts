@@ -28,6 +28,12 @@ export interface E2E {
   close(): Promise<void>;
 }
 
+/** A Streamable HTTP client transport to a running host, sending its agent (or operator) token. */
+export function mcpTransport(running: Running, who: 'agent' | 'operator' = 'agent'): StreamableHTTPClientTransport {
+  const token = running.tokens?.[who];
+  return new StreamableHTTPClientTransport(new URL(running.url + '/mcp'), token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : undefined);
+}
+
 export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
   const end = Date.now() + ms;
   while (!(await f())) {
@@ -60,7 +66,7 @@ export async function startE2E(
       seed: 7,
     });
     const client = new Client({ name: 'e2e', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(running.url + '/mcp')));
+    await client.connect(mcpTransport(running));
     return { running, client };
   };
   let { running, client } = await start();

@@ -9,6 +9,7 @@ import { DEFAULT_RETENTION, Journal, type PrunedCommand, type Retention } from '
 import type { TimerHandle } from '@proofrig/protocol/clock';
 import type { Link } from './link.js';
 import { Session, type SessionHandler } from './session.js';
+import { LogLimiter } from './log-limit.js';
 
 export interface HostOptions {
   /** Journal file, or ':memory:'. */
@@ -37,12 +38,16 @@ export class HostCore implements SessionHandler {
   readonly retention: Retention;
   private readonly pruneEveryMs: number;
   private pruneTimer: TimerHandle | undefined;
+  /** Warnings unauthenticated peers can provoke, limited per remote address across connections. */
+  private readonly limiter: LogLimiter;
 
   constructor(opts: HostOptions) {
     this.clock = opts.clock ?? realClock;
     this.log = opts.logger ?? pino({ level: 'silent' });
     this.heartbeatMs = opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
-    this.handshakeMs = opts.handshakeMs ?? 10000;
+    // Short: a connection that has not proven itself holds a socket and nothing else.
+    this.handshakeMs = opts.handshakeMs ?? 5000;
+    this.limiter = new LogLimiter(this.clock);
     this.journal = new Journal(opts.db);
     this.devices = new Devices(this.journal, this.clock);
     this.commands = new Commands(this.journal, this.devices, this.clock, this.log, {
@@ -77,7 +82,7 @@ export class HostCore implements SessionHandler {
 
   /** A new device connection (from the gateway or an in-memory pair). */
   attach(link: Link): Session {
-    const s = new Session(link, this, this.clock, this.log, { heartbeatMs: this.heartbeatMs, handshakeMs: this.handshakeMs });
+    const s = new Session(link, this, this.clock, this.log, { heartbeatMs: this.heartbeatMs, handshakeMs: this.handshakeMs, limiter: this.limiter });
     this.sessions.add(s);
     return s;
   }

@@ -1,6 +1,8 @@
 // The persistent journal: every command with its lifecycle, and the provisioned devices.
 // better-sqlite3 is synchronous, so a state change is on disk before anyone is told of it.
+import { chmodSync, existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import { prepareStateDir, privateFile, stateDir } from '../state-dir.js';
 import type { BoardDef, DeviceState, ErrorCode, Evidence, LifecycleState } from '@proofrig/protocol';
 
 export interface CommandRecord {
@@ -185,8 +187,15 @@ export class Journal {
 
   /** `path` is a file, or ':memory:' for tests that do not restart. */
   constructor(path: string) {
+    if (path !== ':memory:' && path !== '') {
+      // Device secrets live here: the folder is 0700 and the files 0600 before anything is written.
+      prepareStateDir(stateDir(path));
+      privateFile(path);
+    }
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
+    // SQLite gives -wal/-shm the mode of the database file; make sure of it for files from before.
+    for (const f of [path + '-wal', path + '-shm']) if (path !== ':memory:' && existsSync(f)) chmodSync(f, 0o600);
     this.db.pragma('synchronous = NORMAL');
     this.db.exec(SCHEMA);
     this.migrate();

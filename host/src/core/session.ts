@@ -16,6 +16,7 @@ import {
 import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import type { Link } from './link.js';
 import { newNonce } from './ids.js';
+import { remoteAddress, type LogLimiter } from './log-limit.js';
 
 export interface SessionHandler {
   /** The provisioned secret and board id of a device, or undefined when unknown. */
@@ -32,6 +33,8 @@ export interface SessionOptions {
   heartbeatMs: number;
   /** How long a connection may take to finish the handshake. */
   handshakeMs: number;
+  /** Limits the warnings one remote address can cause (shared by all sessions). */
+  limiter?: LogLimiter;
 }
 
 export class Session {
@@ -67,20 +70,40 @@ export class Session {
     this.end(reason);
   }
 
+  /** A warning a peer can provoke at will: rate-limited per remote address. */
+  private warn(o: Record<string, unknown>, msg: string): void {
+    const emit = (suppressed: number, last: boolean) =>
+      this.log.warn({ ...o, dev: this.dev, remote: this.link.remote, ...(suppressed ? { suppressed } : {}), ...(last ? { more_suppressed: true } : {}) }, msg);
+    if (this.opts.limiter) this.opts.limiter.hit(remoteAddress(this.link.remote), emit);
+    else emit(0, false);
+  }
+
   private refuse(code: ErrorCode, msg: string): void {
-    this.log.warn({ evt: 'device_refused', dev: this.dev, remote: this.link.remote, code, msg }, 'device refused');
+    this.warn({ evt: 'device_refused', code, msg }, 'device refused');
     this.send({ t: 'err', code, msg });
     this.close(code);
   }
 
   private receive(text: string): void {
     if (this.ended) return;
+    try {
+      this.dispatch(text);
+    } catch (e) {
+      // Nothing a peer sends may take the host down: the frame is answered INTERNAL and dropped.
+      this.log.error({ evt: 'frame_handler_failed', dev: this.dev, remote: this.link.remote, err: (e as Error)?.stack ?? String(e) }, 'handling a device frame failed');
+      this.send({ t: 'err', code: 'INTERNAL', msg: 'host failed handling the frame; it was dropped' });
+      if (!this.authed) this.close('INTERNAL');
+    }
+  }
+
+  private dispatch(text: string): void {
     this.lastRx = this.clock.now();
     const p = parseToHost(text);
     if (!p.ok) {
-      // A bad frame is answered and ignored; it never changes state.
-      this.log.warn({ evt: 'bad_frame', dev: this.dev, code: p.code, msg: p.msg }, 'bad frame from device');
+      // A bad frame is answered and changes nothing; before authentication it also ends the connection.
+      this.warn({ evt: 'bad_frame', code: p.code, msg: p.msg }, 'bad frame from device');
       this.send({ t: 'err', code: p.code, msg: p.msg, ref: p.ref });
+      if (!this.authed) this.close(p.code);
       return;
     }
     const f = p.f;
@@ -90,7 +113,7 @@ export class Session {
       return;
     }
     if (f.t === 'err') {
-      this.log.warn({ evt: 'device_error', dev: this.dev, code: f.code, msg: f.msg, ref: f.ref }, 'device reported an error');
+      this.warn({ evt: 'device_error', code: f.code, msg: f.msg, ref: f.ref }, 'device reported an error');
     }
     this.h.frame(this, f);
   }

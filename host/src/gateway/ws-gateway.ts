@@ -4,6 +4,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { DEVICE_PATH } from '@proofrig/protocol';
+import type { Logger } from 'pino';
 import type { Link } from '../core/link.js';
 
 /** Larger frames are refused by the socket layer: no legitimate frame is near this. */
@@ -18,11 +19,18 @@ export class WsLink implements Link {
   constructor(
     private readonly ws: WebSocket,
     readonly remote: string,
+    private readonly log?: Logger,
   ) {
     ws.on('message', (data, isBinary) => {
-      // Binary frames are passed on as text so the validator answers them with a specific error.
-      const text = isBinary ? '\u0000binary frame' : data.toString();
-      this.onmessage?.(text);
+      try {
+        // Binary frames are passed on as text so the validator answers them with a specific error.
+        const text = isBinary ? '\u0000binary frame' : data.toString();
+        this.onmessage?.(text);
+      } catch (e) {
+        // Whatever a connection provokes stays with that connection: log it, drop the link, keep serving.
+        this.log?.error({ evt: 'link_failed', remote, err: (e as Error)?.stack ?? String(e) }, 'device connection handler failed');
+        this.close('INTERNAL');
+      }
     });
     ws.on('close', (code, reason) => this.gone(`closed (${code}${reason.length ? ' ' + reason.toString() : ''})`));
     ws.on('error', (err) => this.gone('socket error: ' + err.message));
@@ -52,7 +60,10 @@ export class WsGateway {
   private wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
 
   /** `accept` receives every device connection, e.g. `(link) => core.attach(link)`. */
-  constructor(private readonly accept: (link: Link) => void) {}
+  constructor(
+    private readonly accept: (link: Link) => void,
+    private readonly log?: Logger,
+  ) {}
 
   /** Take over WebSocket upgrades on DEVICE_PATH of an HTTP server; other paths are refused. */
   attachTo(server: Server): void {
@@ -67,7 +78,12 @@ export class WsGateway {
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const remote = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
-      this.accept(new WsLink(ws, remote));
+      try {
+        this.accept(new WsLink(ws, remote, this.log));
+      } catch (e) {
+        this.log?.error({ evt: 'link_failed', remote, err: (e as Error)?.stack ?? String(e) }, 'accepting a device connection failed');
+        ws.terminate();
+      }
     });
   }
 

@@ -1,5 +1,6 @@
 // `proofrig upload`: the firmware and a rig config onto an ESP32 running Espruino, verified by read-back,
 // the device registered with the host and rebooted into the firmware.
+import { existsSync, readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { intArg } from '../int-arg.js';
 import { exitCodeOf, UploadError } from './errors.js';
@@ -12,6 +13,10 @@ interface Out {
 export interface UploadCommandDeps {
   stdout?: Out;
   stderr?: Out;
+  /** Environment to read PROOFRIG_WIFI_PASSWORD from (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** Ask for the Wi-Fi password without echo; default: the terminal, when stdin is one. */
+  prompt?: (question: string) => Promise<string>;
   /** Default: sets process.exitCode. */
   setExitCode?: (code: number) => void;
 }
@@ -23,11 +28,59 @@ export interface UploadCommandOptions {
   deviceId?: string;
   host?: string;
   wifiSsid?: string;
+  /** Refused: a password on the command line shows in ps and shell history. */
   wifiPassword?: string;
+  wifiPasswordFile?: string;
   db: string;
   firmware?: string;
   baud?: number;
   verbose?: boolean;
+}
+
+export const WIFI_ENV = 'PROOFRIG_WIFI_PASSWORD';
+
+/** The Wi-Fi password from --wifi-password-file, else the environment, else a hidden prompt. */
+async function wifiPasswordFrom(o: UploadCommandOptions, deps: UploadCommandDeps): Promise<string | { error: string }> {
+  if (o.wifiPasswordFile !== undefined) {
+    if (!existsSync(o.wifiPasswordFile)) return { error: `--wifi-password-file ${o.wifiPasswordFile} does not exist` };
+    // One line; the trailing newline an editor adds is not part of the password.
+    return readFileSync(o.wifiPasswordFile, 'utf8').replace(/\r?\n$/, '');
+  }
+  const env = deps.env ?? process.env;
+  if (env[WIFI_ENV] !== undefined) return env[WIFI_ENV] as string;
+  const prompt = deps.prompt ?? (process.stdin.isTTY ? promptHidden : undefined);
+  if (!prompt) return { error: `--wifi-ssid needs its password: set ${WIFI_ENV}, pass --wifi-password-file FILE, or run in a terminal to be asked` };
+  return prompt(`Wi-Fi password for "${o.wifiSsid}" (empty for an open network): `);
+}
+
+/** Read one line from the terminal without echoing it. */
+function promptHidden(question: string): Promise<string> {
+  return new Promise((resolve) => {
+    const stdin = process.stdin;
+    process.stderr.write(question);
+    stdin.setRawMode(true);
+    stdin.resume();
+    let s = '';
+    const onData = (d: Buffer) => {
+      for (const ch of d.toString('utf8')) {
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') {
+          stdin.setRawMode(false);
+          stdin.pause();
+          stdin.off('data', onData);
+          process.stderr.write('\n');
+          return resolve(s);
+        }
+        if (ch === '\u0003') {
+          stdin.setRawMode(false);
+          process.stderr.write('\n');
+          process.exit(130);
+        }
+        if (ch === '\u007f' || ch === '\b') s = s.slice(0, -1);
+        else s += ch;
+      }
+    };
+    stdin.on('data', onData);
+  });
 }
 
 /** Adds `upload` to the proofrig program. */
@@ -44,7 +97,8 @@ export function registerUploadCommand(program: Command, deps: UploadCommandDeps 
     .option('--device-id <id>', 'id the host will know the device by (A-Z a-z 0-9 _ . : -, up to 64)')
     .option('--host <url>', 'where the device dials the host: ws://HOST:PORT (path /device added), e.g. ws://192.168.1.20:8787')
     .option('--wifi-ssid <ssid>', 'Wi-Fi network the board joins at boot')
-    .option('--wifi-password <password>', 'its password ("" for an open network); never printed')
+    .option('--wifi-password-file <file>', `file holding its password (else ${WIFI_ENV}, else asked at the terminal; empty = open network); never printed`)
+    .addOption(new Option('--wifi-password <password>').hideHelp())
     .option('--db <path>', 'journal of the host the device will dial (its device store)', '.proofrig/journal.db')
     .option('--firmware <file>', 'firmware file to send (default firmware/dist/proofrig.js, built when missing)')
     .addOption(new Option('--baud <rate>', 'console baud rate for --port').default(115200).argParser(intArg('--baud', 1200, 5_000_000)))
@@ -70,7 +124,15 @@ export async function runUploadCommand(o: UploadCommandOptions, deps: UploadComm
     ['--host', o.host],
   ].filter(([, v]) => v === undefined || v === '');
   if (missing.length) return fail('BAD_OPTION', `${missing.map(([k]) => k).join(', ')} ${missing.length > 1 ? 'are' : 'is'} required`, 2);
-  if (o.wifiSsid === undefined && o.wifiPassword !== undefined) return fail('BAD_OPTION', '--wifi-password needs --wifi-ssid', 2);
+  if (o.wifiPassword !== undefined)
+    return fail('BAD_OPTION', `--wifi-password is not accepted: a command-line argument shows in ps and in shell history. Set ${WIFI_ENV}, pass --wifi-password-file FILE, or leave both out to be asked at the terminal`, 2);
+  if (o.wifiSsid === undefined && o.wifiPasswordFile !== undefined) return fail('BAD_OPTION', '--wifi-password-file needs --wifi-ssid', 2);
+  let wifiPassword: string | undefined;
+  if (o.wifiSsid !== undefined) {
+    const got = await wifiPasswordFrom(o, deps);
+    if (typeof got !== 'string') return fail('BAD_OPTION', got.error, 2);
+    wifiPassword = got;
+  }
 
   const opts: UploadOptions = {
     port: o.port,
@@ -84,7 +146,7 @@ export async function runUploadCommand(o: UploadCommandOptions, deps: UploadComm
     log: (line) => stdout.write(`${line}\n`),
     debug: o.verbose ? (line) => stderr.write(`  ${line}\n`) : undefined,
   };
-  if (o.wifiSsid !== undefined) opts.wifi = { ssid: o.wifiSsid, password: o.wifiPassword as string };
+  if (o.wifiSsid !== undefined) opts.wifi = { ssid: o.wifiSsid, password: wifiPassword as string };
   let r: UploadResult;
   try {
     r = await upload(opts);

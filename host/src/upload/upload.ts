@@ -15,8 +15,8 @@
 // The device secret and the Wi-Fi password never reach a log line: they are only in the config bytes, which
 // are sent with echo off, and every line this module emits goes through `redact`.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { checkBoard, BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, MAX_ID_LENGTH, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from '../core/ids.js';
 import { Journal } from '../core/journal.js';
@@ -108,9 +108,9 @@ function checkOptions(o: UploadOptions): Checked {
     if (typeof ssid !== 'string' || ssid.length === 0 || Buffer.byteLength(ssid) > 32)
       throw new UploadError('BAD_OPTION', '--wifi-ssid must be 1-32 bytes');
     if (typeof password !== 'string')
-      throw new UploadError('BAD_OPTION', '--wifi-ssid needs --wifi-password (use --wifi-password "" for an open network)');
+      throw new UploadError('BAD_OPTION', '--wifi-ssid needs its password (PROOFRIG_WIFI_PASSWORD, --wifi-password-file, or the prompt; empty for an open network)');
     if (password.length > 0 && (password.length < 8 || password.length > 63))
-      throw new UploadError('BAD_OPTION', '--wifi-password must be 8-63 characters (WPA2), or "" for an open network');
+      throw new UploadError('BAD_OPTION', 'the Wi-Fi password must be 8-63 characters (WPA2), or empty for an open network');
     wifi = { ssid, pass: password };
   }
   if (typeof o.db !== 'string' || o.db.length === 0 || o.db === ':memory:')
@@ -241,7 +241,6 @@ async function run(o: UploadOptions, c: Checked, secret: string, redact: (s: str
   // 6. Register, now that flash is known to hold exactly what was sent.
   const dbPath = resolve(o.db);
   try {
-    mkdirSync(dirname(dbPath), { recursive: true });
     const j = new Journal(dbPath);
     try {
       j.provision(o.deviceId, secret, c.board);
