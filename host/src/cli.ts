@@ -7,7 +7,7 @@ import { parseSimSpec, serve } from './serve.js';
 const collect = (v: string, prev: string[]) => prev.concat([v]);
 
 /** Every verb but serve, loaded only when the command line is not `serve` (esptool-js, serialport, the MCP client and the simulator cost `serve` a cold start). */
-async function loadVerbs() {
+export async function loadVerbs() {
   const [call, flash, upload, sim, rigs] = await Promise.all([
     import('./call.js'),
     import('./flash/command.js'),
