@@ -321,6 +321,16 @@ describe('firmware link', () => {
     expect(recv(rig, s)).toEqual([{ t: 'hb', up: rig.now(), free: 4321 }]);
   });
 
+  it("ignores the host's immediate answer to an ack ({t:'hb', ack}) without a reply, and refuses a malformed one", () => {
+    const { rig, s } = boot(500);
+    rig.send(s, { t: 'hb', ack: 'req_1' });
+    rig.advance(1);
+    expect(recv(rig, s)).toEqual([]);
+    rig.send(s, { t: 'hb', ack: '' });
+    rig.advance(1);
+    expect(recv(rig, s)).toEqual([expect.objectContaining({ t: 'err', code: 'MALFORMED_FRAME' })]);
+  });
+
   it('re-sends results the host did not confirm after reconnecting, oldest first, and not the confirmed ones', () => {
     const { rig, s } = boot();
     rig.send(s, relaySet('a', 4, true));

@@ -202,6 +202,62 @@ describe('net sockets over real TCP', () => {
   });
 });
 
+describe("the chip's Nagle (lwIP; Espruino sets no TCP_NODELAY)", () => {
+  const twoWrites = (port: number) => `
+      var sock = require('net').connect({ host: '127.0.0.1', port: ${port} }, function () {
+        sock.write('ack');
+        setTimeout(function () { sock.write('res'); }, 3);
+      });`;
+
+  it("a small write behind unacknowledged data waits for the silent peer's delayed ACK (~40 ms)", async () => {
+    const at: number[] = [];
+    const srv = await server((s) => s.on('data', () => at.push(Date.now())));
+    const { rig } = start(twoWrites(srv.port));
+    const released: [string, number][] = [];
+    rig.on('nagle', (by: string, ms: number) => released.push([by, ms]));
+    await waitFor(() => srv.received.join('') === 'ackres', 'both writes at the server');
+    expect(srv.received).toEqual(['ack', 'res']);
+    expect(released.map(([by]) => by)).toEqual(['delack']); // released by the peer's ACK 40 ms after the 'ack'
+    expect(released[0][1]).toBeGreaterThan(25);
+    expect(at[1] - at[0]).toBeGreaterThanOrEqual(30);
+  });
+
+  it('data from the peer carries the ACK at once and releases the held write', async () => {
+    const srv = await server((s) => s.once('data', () => setTimeout(() => s.write('ok'), 15)));
+    const { rig } = start(twoWrites(srv.port));
+    const released: string[] = [];
+    rig.on('nagle', (by: string) => released.push(by));
+    await waitFor(() => srv.received.join('') === 'ackres', 'both writes at the server');
+    expect(released).toEqual(['peer']);
+  });
+
+  it('the writes of one callback leave as one segment', async () => {
+    const srv = await server();
+    start(`
+      var sock = require('net').connect({ host: '127.0.0.1', port: ${srv.port} }, function () {
+        sock.write('head'); sock.write('body');
+      });`);
+    await waitFor(() => srv.received.join('') === 'headbody', 'both writes');
+    expect(srv.received).toEqual(['headbody']);
+  });
+
+  it('a full segment is never held, even behind unacknowledged data', async () => {
+    const srv = await server();
+    const big = 'x'.repeat(1500);
+    const { rig } = start(`
+      var sock = require('net').connect({ host: '127.0.0.1', port: ${srv.port} }, function () {
+        sock.write('a');
+        setTimeout(function () { sock.write('${big}'); }, 3);
+      });`);
+    const released: string[] = [];
+    rig.on('nagle', (by: string) => released.push(by));
+    const t0 = Date.now();
+    await waitFor(() => srv.received.join('').length === 1501, 'all bytes');
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(released).toEqual([]);
+  });
+});
+
 describe('link outages (linkDrop)', () => {
   const CLIENT = (port: number) => `
     function dial() {

@@ -125,8 +125,8 @@ describe('the Wi-Fi password never comes from the command line', () => {
   });
 
   it('the proofrig command line has no --wifi-password in its help', async () => {
-    const { buildCli } = await import('../host/src/cli.js');
-    const up = buildCli().commands.find((c) => c.name() === 'upload')!;
+    const { buildCli, loadVerbs } = await import('../host/src/cli.js');
+    const up = buildCli(await loadVerbs()).commands.find((c) => c.name() === 'upload')!;
     expect(up.helpInformation()).not.toMatch(/--wifi-password </);
     expect(up.helpInformation()).toMatch(/--wifi-password-file/);
   });

@@ -1,12 +1,8 @@
 // The `proofrig` command line.
 import { Command, Option } from 'commander';
 import pino from 'pino';
-import { call, findToken, parseToolArgs } from './call.js';
 import type { TokenSet } from './state-dir.js';
 import { parseSimSpec, serve, type Running } from './serve.js';
-import { registerFlashCommand } from './flash/command.js';
-import { registerUploadCommand } from './upload/index.js';
-import { registerSimCommand } from './sim-command.js';
 import { registerBoardCommand } from './board-command.js';
 import { VERSION } from './version.js';
 import { CLIENTS, clientConfig as configText, CONFIG_HOME, type ClientKind } from './config.js';
@@ -18,6 +14,19 @@ const SHUTDOWN_HARD_MS = 5000;
 const PARENT_CHECK_MS = 500;
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
+
+/** Every verb but serve, loaded only when the command line is not `serve` (esptool-js, serialport, the MCP client and the simulator cost `serve` a cold start). */
+export async function loadVerbs() {
+  const [call, flash, upload, sim, rigs] = await Promise.all([
+    import('./call.js'),
+    import('./flash/command.js'),
+    import('./upload/index.js'),
+    import('./sim-command.js'),
+    import('./rigs-command.js'),
+  ]);
+  return { ...call, ...flash, ...upload, ...sim, ...rigs };
+}
+type Verbs = Awaited<ReturnType<typeof loadVerbs>>;
 
 function intOption(name: string, min: number, max: number) {
   return (v: string) => {
@@ -59,7 +68,7 @@ export function clientConfig(mcpUrl: string, tokens: TokenSet | null, mayShowTok
   ];
 }
 
-export function buildCli(): Command {
+export function buildCli(verbs?: Verbs): Command {
   const program = new Command('proofrig')
     .description('Drive relay/stepper rigs through ESP32 devices and report only what the hardware confirmed.')
     .version(VERSION, '-V, --version', 'print the proofrig version')
@@ -81,6 +90,8 @@ export function buildCli(): Command {
     .option('--allowed-origin <origin>', 'also accept this browser Origin on /mcp, e.g. http://rig-pc.lan:8787 (repeatable)', collect, [])
     .addOption(new Option('--session-idle-s <s>', 'close an MCP session unused this long').default(600).argParser(intOption('--session-idle-s', 5, 86400)))
     .addOption(new Option('--max-sessions <n>', 'open MCP sessions at most').default(64).argParser(intOption('--max-sessions', 1, 10000)))
+    .addOption(new Option('--max-connections <n>', 'open TCP connections (devices and MCP) at most').default(256).argParser(intOption('--max-connections', 1, 100000)))
+    .addOption(new Option('--max-connections-per-address <n>', 'open TCP connections from one address at most').default(32).argParser(intOption('--max-connections-per-address', 1, 100000)))
     .option('--sim <board[=id]>', 'start a simulated rig running the built firmware (repeatable)', collect, [])
     .option('--fault <dev:part:fault>', 'inject a fault into a simulated rig, e.g. relay-rig-4ch:relay2:coil_open (repeatable)', collect, [])
     .addOption(
@@ -99,6 +110,8 @@ export function buildCli(): Command {
     )
     .option('--db <path>', 'journal database file', '.proofrig/journal.db')
     .addOption(new Option('--heartbeat-ms <ms>', 'heartbeat period asked of devices').default(2000).argParser(intOption('--heartbeat-ms', 50, 600000)))
+    .addOption(new Option('--retain-days <days>', 'prune terminal commands older than this from the journal (hourly; open ones never)').default(30).argParser(intOption('--retain-days', 1, 36500)))
+    .addOption(new Option('--retain-commands <n>', 'keep at most this many terminal commands in the journal').default(1_000_000).argParser(intOption('--retain-commands', 1, 1_000_000_000)))
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error', 'silent']).default('info'))
     .action(async (o) => {
       const logger = pino({ level: o.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
@@ -137,6 +150,8 @@ export function buildCli(): Command {
         auth: o.auth,
         allowedHosts: o.allowedHost,
         allowedOrigins: o.allowedOrigin,
+        maxConnections: o.maxConnections,
+        maxConnectionsPerAddress: o.maxConnectionsPerAddress,
         sessionIdleMs: o.sessionIdleS * 1000,
         maxSessions: o.maxSessions,
         stdio: o.stdio,
@@ -147,6 +162,7 @@ export function buildCli(): Command {
         consolePort: o.consolePort,
         xiaozhi: o.xiaozhi,
         engine: o.engine,
+        retention: { maxAgeMs: o.retainDays * 86400000, maxCommands: o.retainCommands },
       });
       running = await started;
       if (stopping) return;
@@ -189,6 +205,8 @@ export function buildCli(): Command {
       process.stdout.write(configText({ client: kind, transport: o.http ? 'http' : 'stdio', url: o.url, sims: o.sim.length ? o.sim : undefined }) + '\n');
     });
 
+  if (!verbs) return program;
+  const { call, findToken, parseToolArgs } = verbs;
   program
     .command('call')
     .description('Call one MCP tool of a running proofrig and follow the command until it is terminal.')
@@ -206,9 +224,10 @@ export function buildCli(): Command {
       process.exitCode = code;
     });
 
-  registerFlashCommand(program);
-  registerUploadCommand(program);
-  registerSimCommand(program);
+  verbs.registerFlashCommand(program);
+  verbs.registerUploadCommand(program);
+  verbs.registerSimCommand(program);
+  verbs.registerRigsCommand(program);
   registerBoardCommand(program);
   registerDevicesCommand(program);
 
@@ -217,7 +236,7 @@ export function buildCli(): Command {
 
 export async function main(argv: string[]): Promise<void> {
   try {
-    await buildCli().parseAsync(argv);
+    await buildCli(argv[2] === 'serve' ? undefined : await loadVerbs()).parseAsync(argv);
   } catch (e) {
     process.stderr.write(`proofrig: ${(e as Error).message}\n`);
     process.exitCode = 2;

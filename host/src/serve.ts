@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { DEVICE_PATH } from '@proofrig/protocol';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Clock } from '@proofrig/protocol/clock';
 import { HostCore } from './core/host.js';
 import { newSecret } from './core/ids.js';
@@ -61,6 +61,8 @@ export interface ServeOptions {
   simBootWaitMs?: number;
   /** The option that sets the port, for the message when it is taken (default "--http"). */
   portFlag?: string;
+  /** Journal retention of terminal commands (default 30 days, 1,000,000 commands). */
+  retention?: { maxAgeMs?: number; maxCommands?: number };
 }
 
 /** Bounded wait for this run's simulated rigs to dial in before tools answer. */
@@ -141,7 +143,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
   let http: HttpHost;
   const mcp: McpOptions = {};
   try {
-    core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs });
+    core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs, retention: o.retention });
   } catch (e) {
     lock?.release();
     throw e;
@@ -209,6 +211,8 @@ export async function serve(o: ServeOptions): Promise<Running> {
 
     if (o.stdio) {
       const server = createMcpServer(core, mcp);
+      // Loaded only for --stdio: a cold `serve` does not pay for it.
+      const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
       stdio = new StdioServerTransport();
       await server.connect(stdio);
     }

@@ -140,6 +140,11 @@ export const ERROR_CODES = {
     ends: null,
     retry: 'no',
   },
+  COMMAND_PRUNED: {
+    meaning: 'The command ended long ago and its record was pruned by the journal\'s retention; only its final state and times are kept.',
+    ends: null,
+    retry: 'no',
+  },
   INTERNAL: {
     meaning: 'An unexpected error inside the receiver; the detail says where.',
     ends: 'failed',

@@ -19,7 +19,13 @@ export interface CommandFrame { t: 'cmd'; rid: string; a: ActionName; p: Record<
 export interface ResultAckFrame { t: 'rack'; rid: string }
 /** Report your state now (a `state` frame with the same `q`); with `rid`, also that command's status. */
 export interface QueryFrame { t: 'q'; q: string; rid?: string }
-export interface HostHeartbeatFrame { t: 'hb' }
+/**
+ * Heartbeat. With `ack`, the host's immediate answer to the device's `ack` or `prog` of that rid: the device
+ * ignores it, but the data segment carries the TCP ACK of the `ack` at once. Without it the device's
+ * Nagle (lwIP has it on; Espruino sets no TCP_NODELAY) holds the `res` that follows until the host's
+ * delayed ACK (~40 ms on Linux).
+ */
+export interface HostHeartbeatFrame { t: 'hb'; ack?: string }
 export interface ErrorFrame { t: 'err'; code: ErrorCode; msg: string; ref?: string }
 
 export type ToDeviceFrame =
@@ -61,6 +67,7 @@ export function parseToDevice(text: unknown): ToDeviceParse {
       if (f.rid !== undefined && !isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
       break;
     case 'hb':
+      if (f.ack !== undefined && !isId(f.ack)) return bad(t, 'ack ' + ID_RULE);
       break;
     case 'err': {
       const e = checkErr(f);

@@ -19,6 +19,8 @@ export class SimLink {
   constructor(
     private readonly clock: Clock,
     private readonly announce: (state: 'drop' | 'restore') => void,
+    /** A segment the chip's Nagle held was released: by data from the peer, or by the peer's delayed-ACK timer. */
+    readonly nagleReleased: (by: 'peer' | 'delack', heldMs: number) => void = () => {},
   ) {}
 
   /** True during an outage. */

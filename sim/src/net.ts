@@ -11,8 +11,10 @@
 // - end([data]) sends what is queued, closes, then 'end' and 'close'(false).
 // - An error fires 'error' {code, message} (never for -1), then 'end', then 'close'(true).
 import { readFileSync } from 'node:fs';
+// - Nagle's algorithm, as lwIP runs it (Espruino never sets TCP_NODELAY): see `NagleModel` below.
 import * as nodeNet from 'node:net';
 import type { Socket as NodeSocket } from 'node:net';
+import { realClock } from '@proofrig/protocol/clock';
 import type { LinkSocket, SimLink } from './link.js';
 import type { Realm } from './realm.js';
 
@@ -20,6 +22,11 @@ import type { Realm } from './realm.js';
 export const NET_CHUNK_SIZE = 536;
 /** Simulated time for a connection attempt to be refused while the link is down. */
 export const REFUSE_MS = 5;
+
+/** lwIP's TCP_MSS on the ESP32: a segment this full is sent even while earlier data is unacknowledged. */
+export const TCP_MSS = 1436;
+/** The peer's delayed-ACK time (Linux TCP_DELACK_MIN): when an unanswered segment gets its ACK. */
+export const DELAYED_ACK_MS = 40;
 
 /** Espruino's socket error codes (libs/network/socketerrors.h) and their messages. */
 export const SOCKET_ERRORS: Readonly<Record<number, string>> = {
@@ -123,6 +130,13 @@ class SimSocket implements LinkSocket {
   private pending = 0;
   private errorCode: number | undefined;
   private unregister: () => void = () => {};
+  // Nagle: sent data not yet acknowledged by the peer, and the small writes held behind it.
+  private unacked = false;
+  private ackGen = 0;
+  private held: { bytes: string; sent: () => void }[] = [];
+  private heldBytes = 0;
+  private heldSince = 0;
+  private idleQueued = false;
 
   constructor(
     private readonly deps: NetDeps,
@@ -188,6 +202,7 @@ class SimSocket implements LinkSocket {
 
   private received(buf: Buffer): void {
     if (!this.active || this.state === 'ending' || this.deps.link.swallowsToDevice) return;
+    this.acked('peer'); // data from the peer carries the ACK of everything we sent before it
     this.rx += buf.toString('latin1');
     this.flush();
   }
@@ -213,26 +228,74 @@ class SimSocket implements LinkSocket {
     if (this.state === 'closed' || this.state === 'ending' || data === undefined) return false;
     const s = typeof data === 'string' ? data : String(data);
     if (s.length === 0) return false;
-    const boot = this.deps.realm.boot;
     this.pending++;
     const sent = (): void => {
       this.pending--;
       if (this.pending === 0 && this.state === 'open' && this.active) this.deps.realm.emit(this.obj, 'drain');
     };
-    const node = this.node;
-    if (this.deps.link.swallowsFromDevice || !node || node.destroyed) {
-      boot.defer(sent); // the bytes leave the chip and are lost on the way
-    } else {
-      node.write(Buffer.from(s, 'latin1'), () => {
-        if (this.active) sent();
+    // Espruino queues writes and sends them from its idle loop, so the writes of one callback leave as one segment.
+    if (this.held.length === 0) this.heldSince = this.deps.realm.boot.clock.now();
+    this.held.push({ bytes: s, sent });
+    this.heldBytes += s.length;
+    if (!this.idleQueued) {
+      this.idleQueued = true;
+      // A microtask: after the firmware's current callback, without taking simulated time.
+      queueMicrotask(() => {
+        this.idleQueued = false;
+        if (!this.active) return;
+        // Nagle: while earlier data is unacknowledged, less than a full segment waits for the ACK.
+        if (!this.unacked || this.heldBytes >= TCP_MSS) this.transmit();
       });
     }
     return false;
   }
 
+  /** Put everything held on the wire as one segment; it is unacknowledged until the peer answers or its delayed ACK fires. */
+  private transmit(): void {
+    const parts = this.held;
+    if (parts.length === 0) return;
+    this.held = [];
+    this.heldBytes = 0;
+    const bytes = parts.length === 1 ? parts[0].bytes : parts.map((p) => p.bytes).join('');
+    const sent = (): void => {
+      for (const p of parts) p.sent();
+    };
+    const boot = this.deps.realm.boot;
+    const node = this.node;
+    if (this.deps.link.swallowsFromDevice || !node || node.destroyed) {
+      boot.defer(sent); // the bytes leave the chip and are lost on the way
+      return;
+    }
+    node.write(Buffer.from(bytes, 'latin1'), () => {
+      if (this.active) sent();
+    });
+    this.unacked = true;
+    const gen = ++this.ackGen;
+    // The peer that sends nothing back acknowledges after its delayed-ACK time.
+    boot.defer(() => {
+      if (gen !== this.ackGen) return;
+      // On the wall clock a busy event loop can run this timer before reading a reply that arrived in
+      // time; let Node's I/O phase go first so such a reply counts as the ACK it was.
+      if (boot.clock === realClock) setImmediate(() => gen === this.ackGen && this.active && this.acked('delack'));
+      else this.acked('delack');
+    }, DELAYED_ACK_MS);
+  }
+
+  /** Everything sent so far is acknowledged: send what Nagle held. */
+  private acked(by: 'peer' | 'delack'): void {
+    if (!this.unacked) return;
+    this.unacked = false;
+    this.ackGen++;
+    if (this.held.length === 0 || this.state === 'closed' || this.idleQueued) return;
+    this.deps.link.nagleReleased(by, this.deps.realm.boot.clock.now() - this.heldSince);
+    this.transmit();
+  }
+
   private end(data: unknown): void {
     if (data !== undefined) this.write(data);
     if (this.state === 'closed' || this.state === 'ending') return;
+    this.unacked = false;
+    this.transmit(); // a close pushes out whatever Nagle was holding
     const wasConnecting = this.state === 'connecting';
     this.state = 'ending';
     const node = this.node;
@@ -332,5 +395,8 @@ export function loopbackPortClosed(host: string, port: number): boolean | undefi
  */
 export const defaultConnect: ConnectFn = (opts) => {
   if (loopbackPortClosed(opts.host, opts.port) === true) throw new RefusedAtOnce(`nothing listens on ${opts.host}:${opts.port}`);
-  return nodeNet.connect({ host: opts.host, port: opts.port });
+  const s = nodeNet.connect({ host: opts.host, port: opts.port });
+  // Nagle is modelled above, on the chip's side; the Node socket must not add its own.
+  s.setNoDelay(true);
+  return s;
 };

@@ -97,7 +97,11 @@ export class SimRig extends EventEmitter {
     this.slideRng = streams.slide;
     this.connectFn = opts.connect ?? defaultConnect;
     this.storage = new SimStorage();
-    this.link = new SimLink(this.clock, (state) => this.safeEmit('link', state));
+    this.link = new SimLink(
+      this.clock,
+      (state) => this.safeEmit('link', state),
+      (by, heldMs) => this.safeEmit('nagle', by, heldMs),
+    );
     if (opts.config) this.storage.write(CONFIG_FILE, JSON.stringify(opts.config));
     const engine = opts.engine ?? 'vm';
     if (engine !== 'vm' && engine !== 'espruino') throw new Error(`SimRig: engine must be 'vm' or 'espruino', got ${String(engine)}`);

@@ -98,6 +98,13 @@ export class Commands extends EventEmitter {
           this.rejectNew(input, 'INVALID_ARGS', `request_id ${input.request_id} was already used on ${dev} for ${prior.action} ${JSON.stringify(prior.args)} (${prior.command_id}); use a new request_id for a different command`, false),
         );
       }
+      // Retention pruned the first command with this key: it is never executed a second time.
+      const gone = this.journal.prunedByRequest(dev, input.request_id);
+      if (gone) {
+        return this.view(
+          this.rejectNew(input, 'INVALID_ARGS', `request_id ${input.request_id} was used on ${dev} by ${gone.command_id} (${gone.action}, ended ${gone.state}), whose record the journal's retention has pruned; it is not executed again: use a new request_id`, false),
+        );
+      }
     }
     const board = this.devices.board(dev);
     const session = this.devices.session(dev);

@@ -21,6 +21,8 @@ interface Live {
   /** When someone last asked for the device's real state explicitly (get_device_status refresh). */
   refreshedAt: number | null;
   queries: Map<string, { sentAt: number; done: (f: StateFrame | null) => void; timer: TimerHandle }>;
+  /** The board the online session authenticated with. */
+  board?: BoardDef;
 }
 
 export interface DeviceView {
@@ -66,8 +68,17 @@ export class Devices extends EventEmitter {
     return l;
   }
 
+  /** The device's board: while it is online, the one it authenticated with (no SELECT + JSON.parse per command). */
   board(dev: string): BoardDef | undefined {
+    const l = this.live.get(dev);
+    if (l?.session && l.board) return l.board;
     return this.journal.device(dev)?.board;
+  }
+
+  /** The device was (re-)provisioned: read its board from the journal again. */
+  reprovisioned(dev: string): void {
+    const l = this.live.get(dev);
+    if (l) l.board = undefined;
   }
 
   session(dev: string): Session | undefined {
@@ -78,6 +89,7 @@ export class Devices extends EventEmitter {
     const l = this.entry(s.dev!);
     const previous = l.session;
     l.session = s;
+    l.board = this.journal.device(s.dev!)?.board;
     this.journal.seen(s.dev!, s.boot!, this.clock.now());
     this.emit('change', s.dev!);
     return previous;
@@ -87,6 +99,7 @@ export class Devices extends EventEmitter {
     const l = this.live.get(s.dev!);
     if (!l || l.session !== s) return false;
     l.session = undefined;
+    l.board = undefined;
     this.journal.seen(s.dev!, s.boot!, this.clock.now());
     for (const [q, w] of l.queries) {
       this.clock.clearTimeout(w.timer);

@@ -6,7 +6,8 @@ import { DEFAULT_HEARTBEAT_MS, type BoardDef, type EventFrame, type ToHostFrame 
 import { realClock, type Clock } from '@proofrig/protocol/clock';
 import { Commands, type CommandStatus, type SubmitInput } from './commands.js';
 import { Devices, type DeviceView } from './devices.js';
-import { Journal } from './journal.js';
+import { DEFAULT_RETENTION, Journal, type PrunedCommand, type Retention } from './journal.js';
+import type { TimerHandle } from '@proofrig/protocol/clock';
 import type { Link } from './link.js';
 import { Session, type SessionHandler } from './session.js';
 import { LogLimiter } from './log-limit.js';
@@ -20,6 +21,10 @@ export interface HostOptions {
   handshakeMs?: number;
   offlineGraceMs?: number;
   queryWaitMs?: number;
+  /** Journal retention (default: 30 days, 1,000,000 terminal commands), applied at start and every `pruneEveryMs`. */
+  retention?: Partial<Retention>;
+  /** How often retention runs (default hourly). */
+  pruneEveryMs?: number;
 }
 
 /** How long a device that just dropped counts as reconnecting (booting) rather than offline. */
@@ -45,6 +50,9 @@ export class HostCore implements SessionHandler {
   private readonly handshakeMs: number;
   private sessions = new Set<Session>();
   private closing = false;
+  readonly retention: Retention;
+  private readonly pruneEveryMs: number;
+  private pruneTimer: TimerHandle | undefined;
   /** Warnings unauthenticated peers can provoke, limited per remote address across connections. */
   private readonly limiter: LogLimiter;
 
@@ -64,6 +72,23 @@ export class HostCore implements SessionHandler {
     this.commands.recover();
     this.events.setMaxListeners(0);
     this.devices.onObserve = (dev) => this.events.emit('state', dev);
+    this.retention = { ...DEFAULT_RETENTION, ...opts.retention };
+    this.pruneEveryMs = opts.pruneEveryMs ?? 3600_000;
+    this.prune();
+  }
+
+  /** Apply retention now and schedule the next run; returns how many commands were pruned. */
+  prune(): number {
+    this.clock.clearTimeout(this.pruneTimer);
+    const n = this.journal.prune(this.retention, this.clock.now());
+    if (n > 0) this.log.info({ evt: 'journal_pruned', commands: n, retention: this.retention }, 'journal retention pruned terminal commands');
+    this.pruneTimer = this.clock.setTimeout(() => this.prune(), this.pruneEveryMs);
+    return n;
+  }
+
+  /** The tombstone of a command that retention pruned. */
+  pruned(commandId: string): PrunedCommand | undefined {
+    return this.journal.pruned(commandId);
   }
 
   /** A device should come online within `ms` (its simulated rig is booting); until then it counts as booting. */
@@ -110,6 +135,7 @@ export class HostCore implements SessionHandler {
   /** Register a device's secret and board (the uploader and simulated rigs do this). */
   provision(deviceId: string, secret: string, board: BoardDef, simulated = false): void {
     this.journal.provision(deviceId, secret, board, simulated);
+    this.devices.reprovisioned(deviceId);
   }
 
   /** A new device connection (from the gateway or an in-memory pair). */
@@ -151,6 +177,7 @@ export class HostCore implements SessionHandler {
 
   close(): void {
     this.closing = true;
+    this.clock.clearTimeout(this.pruneTimer);
     for (const s of this.sessions) s.close('host shutting down');
     this.commands.close();
     this.journal.close();
@@ -200,8 +227,12 @@ export class HostCore implements SessionHandler {
   frame(s: Session, f: ToHostFrame): void {
     switch (f.t) {
       case 'ack':
+        // Answer at once: this segment carries the TCP ACK the device's Nagle waits for before it sends
+        // the `res` (or `prog`) that follows; a silent host would delay that ACK ~40 ms.
+        s.send({ t: 'hb', ack: f.rid });
         return this.commands.ack(s, f);
       case 'prog':
+        s.send({ t: 'hb', ack: f.rid });
         return this.commands.progress(s, f);
       case 'res':
         return this.commands.result(s, f);

@@ -69,6 +69,28 @@ export interface DeviceEventRecord {
   device_state: DeviceState;
 }
 
+/** The tombstone of a command removed by retention. */
+export interface PrunedCommand {
+  command_id: string;
+  device_id: string;
+  request_id: string;
+  action: string;
+  state: LifecycleState;
+  submitted_at: number;
+  terminal_at: number;
+  pruned_at: number;
+}
+
+/** Journal retention: terminal commands older than `maxAgeMs`, or beyond the newest `maxCommands` terminal ones, are pruned. */
+export interface Retention {
+  maxAgeMs: number;
+  maxCommands: number;
+}
+
+export const DEFAULT_RETENTION: Retention = { maxAgeMs: 30 * 24 * 3600 * 1000, maxCommands: 1_000_000 };
+/** Rows pruned per transaction, so a large backlog never blocks the host for long. */
+const PRUNE_BATCH = 2000;
+
 export interface CommandEvent {
   at: number;
   state: LifecycleState;
@@ -128,6 +150,20 @@ CREATE TABLE IF NOT EXISTS device_events (
   device_state TEXT NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS device_events_once ON device_events(device_id, boot_id, event_id);
+-- What retention leaves of a pruned command (~100 bytes instead of the row and its events), so a
+-- question about it is answered "pruned" and its request_id is never executed again.
+CREATE TABLE IF NOT EXISTS pruned_commands (
+  command_id TEXT PRIMARY KEY,
+  device_id TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  action TEXT NOT NULL,
+  state TEXT NOT NULL,
+  submitted_at INTEGER NOT NULL,
+  terminal_at INTEGER NOT NULL,
+  pruned_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS pruned_request ON pruned_commands(device_id, request_id);
+CREATE INDEX IF NOT EXISTS commands_terminal ON commands(terminal_at) WHERE terminal_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS devices (
   device_id TEXT PRIMARY KEY,
   secret TEXT NOT NULL,
@@ -179,9 +215,21 @@ function toRow(c: CommandRecord): Row {
   };
 }
 
+/** A shallow copy: callers change top-level fields and then call update(); the journal's own copy must not move with them. */
+const copy = (c: CommandRecord): CommandRecord => ({ ...c });
+const reqKey = (deviceId: string, requestId: string) => deviceId + '\u0000' + requestId;
+
 export class Journal {
   private db: Database.Database;
   private stmts: Record<string, Database.Statement>;
+  // Open commands are served from memory (this process is their only writer), with the row last written
+  // for each, so an update writes only the columns that changed. Terminal ones are read from disk.
+  private openRecs = new Map<string, CommandRecord>();
+  private openByReq = new Map<string, string>();
+  private written = new Map<string, Row>();
+  private narrow = new Map<string, Database.Statement>();
+  /** One transaction wrapper, made once (better-sqlite3 builds a new one per db.transaction() call). */
+  private readonly tx: (f: () => void) => void;
 
   /** `path` is a file, or ':memory:' for tests that do not restart. */
   constructor(path: string) {
@@ -209,7 +257,8 @@ export class Journal {
       .filter((k) => k !== 'command_id')
       .map((k) => `${k} = @${k}`)
       .join(', ');
-    this.stmts = {
+    this.tx = this.db.transaction((f: () => void) => f());
+    const stmts = {
       insert: this.db.prepare(`INSERT INTO commands (${cols}) VALUES (${vals})`),
       update: this.db.prepare(`UPDATE commands SET ${sets} WHERE command_id = @command_id`),
       get: this.db.prepare('SELECT * FROM commands WHERE command_id = ?'),
@@ -235,7 +284,53 @@ export class Journal {
         'INSERT OR IGNORE INTO device_events (device_id, boot_id, event_id, at, kind, ch, msg, device_state) VALUES (@device_id, @boot_id, @event_id, @at, @kind, @ch, @msg, @device_state)',
       ),
       deviceEvents: this.db.prepare('SELECT * FROM device_events WHERE device_id = ? ORDER BY id DESC LIMIT ?'),
+      pruned: this.db.prepare('SELECT * FROM pruned_commands WHERE command_id = ?'),
+      prunedByRequest: this.db.prepare('SELECT * FROM pruned_commands WHERE device_id = ? AND request_id = ?'),
+      // Never an open command: only rows with terminal_at set are candidates.
+      expiredIds: this.db.prepare('SELECT command_id FROM commands WHERE terminal_at IS NOT NULL AND terminal_at < ? ORDER BY terminal_at LIMIT ?'),
+      terminalCount: this.db.prepare('SELECT COUNT(*) AS n FROM commands WHERE terminal_at IS NOT NULL'),
+      oldestTerminalIds: this.db.prepare('SELECT command_id FROM commands WHERE terminal_at IS NOT NULL ORDER BY terminal_at, rowid LIMIT ?'),
+      tombstone: this.db.prepare(
+        'INSERT OR REPLACE INTO pruned_commands (command_id, device_id, request_id, action, state, submitted_at, terminal_at, pruned_at) ' +
+          'SELECT command_id, device_id, request_id, action, state, submitted_at, terminal_at, ? FROM commands WHERE command_id = ? AND terminal_at IS NOT NULL',
+      ),
+      dropEvents: this.db.prepare('DELETE FROM command_events WHERE command_id = ?'),
+      dropCommand: this.db.prepare('DELETE FROM commands WHERE command_id = ? AND terminal_at IS NOT NULL'),
     };
+    this.stmts = stmts;
+    for (const r of stmts.open.all() as Row[]) {
+      const c = toRecord(r);
+      this.remember(c, toRow(c));
+    }
+  }
+
+  private remember(c: CommandRecord, row: Row): void {
+    if (c.terminal_at !== null) {
+      this.forget(c.command_id);
+      return;
+    }
+    this.openRecs.set(c.command_id, copy(c));
+    this.openByReq.set(reqKey(c.device_id, c.request_id), c.command_id);
+    this.written.set(c.command_id, row);
+  }
+
+  private forget(id: string): void {
+    const c = this.openRecs.get(id);
+    if (!c) return;
+    this.openRecs.delete(id);
+    this.openByReq.delete(reqKey(c.device_id, c.request_id));
+    this.written.delete(id);
+  }
+
+  /** UPDATE of just these columns, prepared once per column set. */
+  private updateOf(cols: string[]): Database.Statement {
+    const key = cols.join(',');
+    let st = this.narrow.get(key);
+    if (!st) {
+      st = this.db.prepare(`UPDATE commands SET ${cols.map((k) => `${k} = @${k}`).join(', ')} WHERE command_id = @command_id`);
+      this.narrow.set(key, st);
+    }
+    return st;
   }
 
   /** Journals written by an earlier version lack newer columns; add them in place. */
@@ -248,26 +343,44 @@ export class Journal {
   }
 
   insert(c: CommandRecord, note: string | null = null): void {
-    this.db.transaction(() => {
-      this.stmts.insert.run(toRow(c));
+    const row = toRow(c);
+    this.tx(() => {
+      this.stmts.insert.run(row);
       this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
-    })();
+    });
+    this.remember(c, row);
   }
 
   /** Persist the record; `note` goes to the command's event history when the state changed or a note is given. */
   update(c: CommandRecord, stateChanged: boolean, note: string | null = null): void {
-    this.db.transaction(() => {
-      this.stmts.update.run(toRow(c));
-      if (stateChanged || note) this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
-    })();
+    const row = toRow(c);
+    const event = stateChanged || !!note;
+    const before = this.written.get(c.command_id);
+    // An open command we wrote ourselves: only the changed columns (an ack touches 3 of 23).
+    const cols = before ? Object.keys(row).filter((k) => k !== 'command_id' && row[k] !== before[k]) : null;
+    if (cols && cols.length === 0 && !event) return;
+    this.tx(() => {
+      if (!cols) this.stmts.update.run(row);
+      else if (cols.length > 0) {
+        const args: Row = { command_id: c.command_id };
+        for (const k of cols) args[k] = row[k];
+        this.updateOf(cols).run(args);
+      }
+      if (event) this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
+    });
+    this.remember(c, row);
   }
 
   get(commandId: string): CommandRecord | undefined {
+    const o = this.openRecs.get(commandId);
+    if (o) return copy(o);
     const r = this.stmts.get.get(commandId) as Row | undefined;
     return r ? toRecord(r) : undefined;
   }
 
   byRequest(deviceId: string, requestId: string): CommandRecord | undefined {
+    const id = this.openByReq.get(reqKey(deviceId, requestId));
+    if (id !== undefined) return copy(this.openRecs.get(id)!);
     const r = this.stmts.byRequest.get(deviceId, requestId) as Row | undefined;
     return r ? toRecord(r) : undefined;
   }
@@ -277,8 +390,9 @@ export class Journal {
     return (this.stmts.lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
   }
 
+  /** Open commands, oldest first (from memory; the same rows as on disk). */
   open(): CommandRecord[] {
-    return (this.stmts.open.all() as Row[]).map(toRecord);
+    return [...this.openRecs.values()].sort((a, b) => a.submitted_at - b.submitted_at).map(copy);
   }
 
   events(commandId: string): CommandEvent[] {
@@ -366,6 +480,45 @@ export class Journal {
       };
     this.db.prepare('DELETE FROM devices WHERE device_id = ?').run(deviceId);
     return { ok: true };
+  }
+
+  /** The tombstone of a pruned command, if retention removed it. */
+  pruned(commandId: string): PrunedCommand | undefined {
+    return this.stmts.pruned.get(commandId) as PrunedCommand | undefined;
+  }
+
+  prunedByRequest(deviceId: string, requestId: string): PrunedCommand | undefined {
+    return this.stmts.prunedByRequest.get(deviceId, requestId) as PrunedCommand | undefined;
+  }
+
+  /**
+   * Retention: replace terminal commands older than maxAgeMs, or beyond the newest maxCommands terminal
+   * ones, by tombstones (their events go too). Open commands are never touched. Returns how many went.
+   */
+  prune(r: Retention, now: number): number {
+    let total = 0;
+    const drop = (ids: string[]) =>
+      this.db.transaction(() => {
+        for (const id of ids) {
+          this.stmts.tombstone.run(now, id);
+          this.stmts.dropEvents.run(id);
+          this.stmts.dropCommand.run(id);
+        }
+      })();
+    for (;;) {
+      const ids = (this.stmts.expiredIds.all(now - r.maxAgeMs, PRUNE_BATCH) as { command_id: string }[]).map((x) => x.command_id);
+      if (ids.length === 0) break;
+      drop(ids);
+      total += ids.length;
+    }
+    for (;;) {
+      const excess = (this.stmts.terminalCount.get() as { n: number }).n - r.maxCommands;
+      if (excess <= 0) break;
+      const ids = (this.stmts.oldestTerminalIds.all(Math.min(excess, PRUNE_BATCH)) as { command_id: string }[]).map((x) => x.command_id);
+      drop(ids);
+      total += ids.length;
+    }
+    return total;
   }
 
   close(): void {

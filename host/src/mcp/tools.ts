@@ -64,6 +64,18 @@ function toolError(code: string, message: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: `${code}: ${message}` }] };
 }
 
+/** A command id the journal does not hold: pruned by retention (with what is kept of it), or never known. */
+function unknownOrPruned(core: HostCore, commandId: string): CallToolResult {
+  const p = core.pruned(commandId);
+  if (!p) return toolError('UNKNOWN_COMMAND', `no command "${commandId}" in the journal`);
+  const days = Math.round(core.retention.maxAgeMs / 86400000);
+  return toolError(
+    'COMMAND_PRUNED',
+    `command "${commandId}" (${p.action} on ${p.device_id}, request_id ${p.request_id}) ended ${p.state} at ${new Date(p.terminal_at).toISOString()} ` +
+      `and was pruned from the journal at ${new Date(p.pruned_at).toISOString()} (retention: terminal commands older than ${days} days or beyond the newest ${core.retention.maxCommands}); its details and evidence are no longer kept`,
+  );
+}
+
 const OUTCOME =
   'Outcome semantics: completed = executed AND confirmed by evidence (aux_contact: a feedback contact followed; pin_readback: only the MCU pin was read back); ' +
   'unverified = executed on an output nothing observes (not a success claim); failed = tried and the evidence contradicts, or the device rebooted (see error_code); ' +
@@ -259,7 +271,7 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     async ({ command_id, wait_ms }, extra) => {
       await ready();
       const r = core.commands.cancel(command_id);
-      if (!r) return toolError('UNKNOWN_COMMAND', `no command "${command_id}" in the journal`);
+      if (!r) return unknownOrPruned(core, command_id);
       const target = r.stop && r.stop.state !== 'rejected' ? (await core.waitTerminal(command_id, wait_ms, extra.signal))! : r.target;
       return ok({ command: target, cancel_requested: !!r.stop && r.stop.state !== 'rejected', stop_command_id: r.stop?.command_id ?? null, reason: r.reason });
     },
@@ -278,7 +290,7 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
       annotations: { readOnlyHint: true, idempotentHint: true },
     },
     async ({ command_id, wait_ms }, extra) => {
-      if (!core.status(command_id)) return toolError('UNKNOWN_COMMAND', `no command "${command_id}" in the journal`);
+      if (!core.status(command_id)) return unknownOrPruned(core, command_id);
       const stop = followProgress(core, command_id, extra);
       try {
         return ok((await core.waitTerminal(command_id, wait_ms, extra.signal))!);

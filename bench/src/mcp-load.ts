@@ -1,0 +1,56 @@
+// MCP clients for the bench, in their own process: each drives one device closed-loop through MCP over
+// HTTP (relay_set, then get_action_status until terminal) for a fixed time and reports the count.
+// argv[2]: JSON { url, token?, devices: string[], ms, channel }
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const o = JSON.parse(process.argv[2]) as { url: string; token?: string; devices: string[]; ms: number; channel: number };
+
+async function client(): Promise<Client> {
+  const c = new Client({ name: 'bench', version: '1' });
+  const headers: Record<string, string> = o.token ? { Authorization: `Bearer ${o.token}` } : {};
+  await c.connect(new StreamableHTTPClientTransport(new URL(o.url), { requestInit: { headers } }));
+  return c;
+}
+
+async function loop(c: Client, dev: string, end: number, n: { done: number; bad: number }): Promise<void> {
+  let on = true;
+  while (Date.now() < end) {
+    const r = (await c.callTool({ name: 'relay_set', arguments: { device_id: dev, channel: o.channel, on } })) as { structuredContent?: Record<string, unknown> };
+    let s = r.structuredContent!;
+    while (!s.terminal) {
+      const q = (await c.callTool({ name: 'get_action_status', arguments: { command_id: s.command_id, wait_ms: 5000 } })) as { structuredContent?: Record<string, unknown> };
+      s = q.structuredContent!;
+    }
+    if (s.state === 'completed') n.done++;
+    else n.bad++;
+    on = !on;
+  }
+}
+
+// Connect in small batches (a burst of 100 handshakes at once overflows a loaded host's accept queue), retrying a reset.
+const clients: Client[] = [];
+for (let i = 0; i < o.devices.length; i += 10) {
+  const batch = await Promise.all(
+    o.devices.slice(i, i + 10).map(async () => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await client();
+        } catch (e) {
+          if (attempt >= 4) throw e;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+    }),
+  );
+  clients.push(...batch);
+}
+process.send!({ ready: true });
+process.once('message', async () => {
+  const n = { done: 0, bad: 0 };
+  const t = Date.now();
+  await Promise.all(clients.map((c, i) => loop(c, o.devices[i], t + o.ms, n)));
+  process.send!({ done: n.done, bad: n.bad, ms: Date.now() - t });
+  await Promise.all(clients.map((c) => c.close()));
+  process.exit(0);
+});
