@@ -114,7 +114,8 @@ export class Fabric {
  * (a message queues behind earlier ones unless it is reordered).
  */
 class Lane {
-  private tail = 0;
+  /** When the last message queued on this lane is delivered. */
+  tail = 0;
   constructor(
     private readonly f: Fabric,
     private readonly conn: Conn,
@@ -142,7 +143,8 @@ class Lane {
       this.tail = Math.max(this.tail, at);
       const gen = this.conn.gen;
       clock.setTimeout(() => {
-        if (this.conn.gen !== gen || this.conn.dead) return;
+        // An RST discards what is in flight; a FIN (deviceClosed) does not: TCP delivers data sent before it.
+        if (this.conn.gen !== gen || this.conn.rst) return;
         f.emit({ kind: 'deliver', ...ev });
         try {
           this.deliver(text);
@@ -158,6 +160,8 @@ class Lane {
 class Conn {
   readonly id: number;
   dead = false;
+  /** Reset (RST): unlike a close, in-flight messages are lost. */
+  rst = false;
   gen = 0;
   link: HostLink | undefined;
   toHost: Lane;
@@ -176,6 +180,7 @@ class Conn {
   reset(why: string): void {
     if (this.dead) return;
     this.dead = true;
+    this.rst = true;
     this.f.unregister(this);
     this.f.emit({ kind: 'reset', conn: this.id, dev: this.dev });
     this.link?.ended(why);
@@ -188,7 +193,10 @@ class Conn {
     this.dead = true;
     this.f.unregister(this);
     const l = this.link;
-    this.f.clockOf().setTimeout(() => l?.ended('device closed the connection'), this.f.latency());
+    // The FIN arrives after whatever the device sent before it.
+    const clock = this.f.clockOf();
+    const at = Math.max(clock.now() + this.f.latency(), this.toHost.tail);
+    clock.setTimeout(() => l?.ended('device closed the connection'), at - clock.now());
   }
 }
 
