@@ -105,7 +105,10 @@ describe('business outcomes are results, not tool errors', () => {
     const r = await callTool('relay_set', { device_id: 'rig1', channel: 1, on: true });
     expect(r.isError).toBeFalsy();
     expect(r.structuredContent).toMatchObject({ state: 'rejected', terminal: true, accepted: false, executed: false, verified: false, error_code: 'DEVICE_OFFLINE' });
-    expect(JSON.parse(text(r))).toEqual(r.structuredContent);
+    // The text block is a plain-language sentence, a blank line, then the same JSON.
+    const t = text(r);
+    expect(t.slice(0, t.indexOf('\n\n'))).toMatch(/REJECTED before anything moved \(DEVICE_OFFLINE\)/);
+    expect(JSON.parse(t.slice(t.indexOf('\n\n') + 2))).toEqual(r.structuredContent);
   });
 
   it('get_action_status answers a terminal command at once, from the journal', async () => {
