@@ -305,6 +305,15 @@ describe('completed is recorded only with verified evidence, whatever the valida
     });
   }
 
+  it('a claim without a message is quoted as it came, with nothing added', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    core.commands.result(core.devices.session('rig1')!, { t: 'res', rid: s.request_id, st: 'completed', ev: 'none', ver: true, s: d.state(true), ms: 3 } as ResultFrame);
+    await flush();
+    expect(core.status(s.command_id)!.detail).toMatch(/^device rig1 claimed completed, evidence=none, verified=true; completed needs verified evidence/);
+  });
+
   it('a proper completed that follows the refused claim changes nothing: the command stays failed, the late result is noted and confirmed', async () => {
     const d = await online();
     const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
