@@ -4,12 +4,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { intArg } from './int-arg.js';
-import { BOOT_CODE_FILE, CONFIG_FILE, checkBoard, DEVICE_PATH, isId, type BoardDef, type RigConfig } from '@proofrig/protocol';
+import { BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from './core/ids.js';
 import { Journal } from './core/journal.js';
 import { FIRMWARE_FILE } from './paths.js';
 import { parseSimSpec } from './serve.js';
 import { SimRig } from '@proofrig/sim';
+import { untilSignal } from './signals.js';
+import { loadBoard } from './board-command.js';
 
 interface Out {
   write(text: string): unknown;
@@ -54,28 +56,6 @@ export function registerRigsCommand(program: Command, deps: RigsCommandDeps = {}
   return program;
 }
 
-function waitForSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
-}
-
-function readBoard(file: string): BoardDef | string {
-  if (!existsSync(file)) return `board file ${file} does not exist`;
-  try {
-    const chk = checkBoard(JSON.parse(readFileSync(file, 'utf8')));
-    return chk.ok ? chk.board : `board file ${file} is invalid:\n  ${chk.errors.join('\n  ')}`;
-  } catch (e) {
-    return `board file ${file} is not valid JSON: ${(e as Error).message}`;
-  }
-}
-
 /** Runs until `until` resolves: 0 after a clean stop, 2 for a wrong call, 1 without a built firmware. */
 export async function runRigsCommand(o: RigsCommandOptions, deps: RigsCommandDeps = {}): Promise<number> {
   const stdout = deps.stdout ?? process.stdout;
@@ -102,7 +82,12 @@ export async function runRigsCommand(o: RigsCommandOptions, deps: RigsCommandDep
   const boards = new Map<string, BoardDef>();
   for (const s of specs) {
     if (boards.has(s.boardFile)) continue;
-    const b = readBoard(s.boardFile);
+    let b: BoardDef | string;
+    try {
+      b = loadBoard(s.boardFile);
+    } catch (e) {
+      b = (e as Error).message;
+    }
     if (typeof b === 'string') return fail('BAD_BOARD', b, 2);
     boards.set(s.boardFile, b);
   }
@@ -135,7 +120,7 @@ export async function runRigsCommand(o: RigsCommandOptions, deps: RigsCommandDep
   }
   for (const rig of rigs.values()) rig.boot();
   stdout.write(`${rigs.size} simulated rig(s) running the built firmware, dialling ${o.host}; Ctrl-C stops them.\n`);
-  await (deps.until ?? waitForSignal)(rigs);
+  await (deps.until ?? untilSignal)(rigs);
   for (const rig of rigs.values()) rig.shutdown();
   return 0;
 }

@@ -11,6 +11,7 @@ import { FIRMWARE_FILE } from './paths.js';
 import net from 'node:net';
 import { loadBoard } from './board-command.js';
 import type { Engine, SimRig } from '@proofrig/sim';
+import { untilSignal } from './signals.js';
 
 interface Out {
   write(text: string): unknown;
@@ -62,18 +63,6 @@ export function registerSimCommand(program: Command, deps: SimCommandDeps = {}):
       (deps.setExitCode ?? ((c: number) => void (process.exitCode = c)))(code);
     });
   return program;
-}
-
-function waitForSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
 }
 
 /** The command's body: runs until `until` resolves; 0 after a clean stop, 2 for a wrong call, 1 if the port is taken. */
@@ -139,7 +128,7 @@ export async function runSimCommand(o: SimCommandOptions, deps: SimCommandDeps =
     );
   lines.push('  Ctrl-C stops it.');
   stdout.write(lines.join('\n') + '\n');
-  await (deps.until ?? waitForSignal)(rig, port);
+  await (deps.until ?? untilSignal)(rig, port);
   rig.shutdown();
   return 0;
 }
@@ -180,7 +169,7 @@ async function runOnEspruino(
       '  Ctrl-C stops it.',
     ].join('\n') + '\n',
   );
-  await (deps.until ?? waitForSignal)(rig, port);
+  await (deps.until ?? untilSignal)(rig, port);
   rig.shutdown();
   return 0;
 }
