@@ -116,6 +116,9 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
   };
 
   function startHost(): void {
+    // The settle period may already have started the host that a crash's restart timer is due to start:
+    // one host process at a time (two on one journal was a harness bug, seed 1001).
+    if (host) return;
     hostClock = scopedClock(clock);
     const h = new HostCore({ db, clock: hostClock, heartbeatMs: HEARTBEAT_MS, offlineGraceMs: 10_000, queryWaitMs: 500 });
     for (const r of rigs) h.provision(r.dev, r.secret, r.board);
