@@ -221,6 +221,12 @@ function text(s: string): void {
   }
 }
 
+/** A frame too long for free memory was refused unread; its sealed counter cannot be checked, so a fresh session follows. */
+function tooBig(n: number, need: number, free: number): void {
+  answerBad('FRAME_TOO_LARGE', 'a frame of ' + n + ' bytes needs about ' + need + ' JsVars to receive and parse; ' + free + ' are free: refused unread');
+  down('refused a frame of ' + n + ' bytes that does not fit in memory', false);
+}
+
 function closed(why: string): void {
   down(why, false);
 }
@@ -231,6 +237,6 @@ export function linkStart(cfg: RigConfig, bootId: string, frame: (f: ToDeviceFra
   boot = bootId;
   onFrame = frame;
   onUp = up;
-  wsInit(opened, text, closed);
+  wsInit(opened, text, closed, tooBig);
   connect();
 }
