@@ -242,7 +242,8 @@ export class SimRig extends EventEmitter {
   }
 
   /**
-   * Power cut now; everything of the running boot stops dead; boots again after offMs. Emits 'powerloss'.
+   * Power cut now; everything of the running boot stops dead; boots again after offMs. Emits 'powerloss'. With
+   * loseLastStorageWrite the cut came before flash finished the last Storage write: that file reads as before it.
    * Every boot's E.hwRand/Math.random replay Espruino's fixed C rand() sequence, as on the chip.
    */
   powerLoss(offMs: number = DEFAULT_OFF_MS, opts: { loseLastStorageWrite?: boolean } = {}): void {
