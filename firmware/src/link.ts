@@ -124,7 +124,8 @@ function livenessCheck(): void {
 function beat(): void {
   const o: Record<string, unknown> = { t: 'hb', up: upMs() };
   const p = typeof process !== 'undefined' ? (process as unknown as EspProcess) : undefined;
-  if (p && p.memory) o.free = p.memory().free;
+  // memory(false): no garbage collection per heartbeat (a GC pass costs milliseconds on the chip).
+  if (p && p.memory) o.free = p.memory(false).free;
   if (bad) o.bad = bad;
   linkSend(o);
 }

@@ -95,7 +95,6 @@ function closureScopes(fns: Function[]): object[] {
     const roots = post<{ result: RemoteObject }>('Runtime.evaluate', { expression: `globalThis[Symbol.for('proofrig.sim.memory.roots')]`, objectGroup: group }).result;
     const holdId = post<{ result: RemoteObject }>('Runtime.evaluate', { expression: `globalThis[Symbol.for('proofrig.sim.memory.hold')]`, objectGroup: group }).result.objectId;
     const items = post<{ result: PropertyDescriptor[] }>('Runtime.getProperties', { objectId: roots.objectId, ownProperties: true, objectGroup: group }).result;
-    const seenScopes = new Set<string>();
     for (const it of items) {
       if (it.value?.type !== 'function' || !it.value.objectId) continue;
       const fp = post<{ internalProperties?: PropertyDescriptor[] }>('Runtime.getProperties', { objectId: it.value.objectId, ownProperties: true, objectGroup: group });
@@ -105,17 +104,17 @@ function closureScopes(fns: Function[]): object[] {
       for (const sc of list) {
         const d = sc.value?.description ?? '';
         if (!sc.value?.objectId || !/^(Closure|Block)/.test(d)) continue;
-        const vars = post<{ result: PropertyDescriptor[] }>('Runtime.getProperties', { objectId: sc.value.objectId, ownProperties: true, objectGroup: group }).result;
-        const key = vars
-          .map((v) => v.name)
-          .sort()
-          .join(',');
-        if (seenScopes.has(key)) continue;
-        seenScopes.add(key);
         post('Runtime.callFunctionOn', { objectId: sc.value.objectId, functionDeclaration: 'function (h) { h.push(this); }', arguments: [{ objectId: holdId }], objectGroup: group });
       }
     }
-    return hold;
+    // Each scope once: the bundle's functions all share its scope (compared by its variable names).
+    const seenScopes = new Set<string>();
+    return hold.filter((sc) => {
+      const key = Object.keys(sc).sort().join(',');
+      if (seenScopes.has(key)) return false;
+      seenScopes.add(key);
+      return true;
+    });
   } finally {
     post('Runtime.releaseObjectGroup', { objectGroup: group });
     delete g[HOLD];
