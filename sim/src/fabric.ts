@@ -114,7 +114,7 @@ export class Fabric {
  * (a message queues behind earlier ones unless it is reordered).
  */
 class Lane {
-  private tail = 0;
+  tail = 0;
   constructor(
     private readonly f: Fabric,
     private readonly conn: Conn,
@@ -142,7 +142,8 @@ class Lane {
       this.tail = Math.max(this.tail, at);
       const gen = this.conn.gen;
       clock.setTimeout(() => {
-        if (this.conn.gen !== gen || this.conn.dead) return;
+        // After the device's FIN, what it sent before still arrives (TCP delivers data before the FIN).
+        if (this.conn.gen !== gen || (this.conn.dead && !(this.conn.fin && this.dir === 'to_host'))) return;
         f.emit({ kind: 'deliver', ...ev });
         try {
           this.deliver(text);
@@ -158,6 +159,8 @@ class Lane {
 class Conn {
   readonly id: number;
   dead = false;
+  /** The device ended its side cleanly (FIN): its frames already on the way still reach the host. */
+  fin = false;
   gen = 0;
   link: HostLink | undefined;
   toHost: Lane;
@@ -182,13 +185,16 @@ class Conn {
     this.sock.remoteClosed(true);
   }
 
-  /** The device closed its end (FIN or destroy): the host sees onclose after the latency. */
-  deviceClosed(): void {
+  /** The device closed its end (FIN, or destroy: no FIN): the host sees onclose after the latency, after a FIN only once the frames sent before it arrived. */
+  deviceClosed(fin: boolean): void {
     if (this.dead) return;
     this.dead = true;
+    this.fin = fin;
     this.f.unregister(this);
     const l = this.link;
-    this.f.clockOf().setTimeout(() => l?.ended('device closed the connection'), this.f.latency());
+    const clock = this.f.clockOf();
+    const at = Math.max(clock.now() + this.f.latency(), fin ? this.toHost.tail : 0);
+    clock.setTimeout(() => l?.ended('device closed the connection'), at - clock.now());
   }
 }
 
@@ -269,14 +275,14 @@ class FabricSocket extends EventEmitter {
   end(): this {
     const c = this.conn;
     this.f.clockOf().setTimeout(() => this.emit('finish'), 0);
-    c?.deviceClosed();
+    c?.deviceClosed(true);
     return this;
   }
 
   destroy(): this {
     if (this.destroyed) return this;
     this.destroyed = true;
-    this.conn?.deviceClosed();
+    this.conn?.deviceClosed(false);
     return this;
   }
 
@@ -304,7 +310,7 @@ class FabricSocket extends EventEmitter {
       const op = this.fr.op;
       if (op === OP_TEXT) c.toHost.push(Buffer.from(this.fr.d, 'latin1').toString('utf8'));
       else if (op === OP_PING) this.rawToDevice(wsEncode(OP_PONG, this.fr.d, ''));
-      else if (op === OP_CLOSE) return c.deviceClosed();
+      else if (op === OP_CLOSE) return c.deviceClosed(true);
     }
   }
 
