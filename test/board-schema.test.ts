@@ -19,7 +19,7 @@ describe('the board schema', () => {
     const r = spawnSync(process.execPath, [join(root, 'scripts/board-schema.mjs'), '--check'], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-  }, 60_000);
+  }, 120_000);
 
   it.each(boards)('%s names the schema and passes it with no error or warning', (f) => {
     const b = load(f);
@@ -73,5 +73,5 @@ describe('proofrig board check names the field and the rule', () => {
     const none = spawnSync(process.execPath, [BIN, 'board', 'check', f + '.nope'], { encoding: 'utf8' });
     expect(none.status).toBe(2);
     expect(none.stderr).toContain('no such file');
-  });
+  }, 120_000);
 });

@@ -32,6 +32,11 @@ const ELSEWHERE: Partial<Record<ErrorCode, string>> = {
   UNKNOWN_FRAME: 'a frame-level answer: test/host-core.test.ts',
   AUTH_FAILED: 'a connection-level answer: test/host-core.test.ts, test/firmware-bundle.test.ts',
   PROTOCOL_VERSION: 'a connection-level answer: test/link-contract.test.ts',
+  MAX_ON_TIME: 'an interlock on the device (board max_on_ms): test/interlock-device.test.ts, test/firmware-interlock.test.ts',
+  ESTOP_LATCHED: 'needs the e-stop input, which only the stepper rig board wires: test/interlock-device.test.ts',
+  ESTOP_ACTIVE: 'needs the e-stop input held: test/interlock-device.test.ts',
+  OPERATOR_REQUIRED: 'a tool-level refusal of operator-only tools: test/mcp-operator.test.ts, test/interlock-device.test.ts',
+  COMMAND_PRUNED: 'needs journal retention to have pruned the command: test/journal-retention.test.ts',
 };
 
 describe('the error-code table', () => {
@@ -58,11 +63,11 @@ describe('relay rig rows', () => {
     expect(ERROR_CODES.DEVICE_OFFLINE.retry).toBe('same_request_id');
     const bootWrites = rig().writes(pinOf(1)) / rig().bootCount;
     const boots = rig().bootCount;
-    rig().powerLoss(1500);
+    rig().powerLoss(8000); // longer than the 5 s an action waits for a device that just dropped
     await until(() => e.running.core.devices.view(RIG)!.online === false, 3000, 'offline');
     const off = sc(await e.call('relay_set', { device_id: RIG, channel: 1, on: true, request_id: 'walk-offline' }));
     expect(off).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE', request_id: 'walk-offline', executed: false });
-    await until(() => rig().bootCount === boots + 1, 4000, 'reboot');
+    await until(() => rig().bootCount === boots + 1, 12000, 'reboot');
     await e.waitOnline();
     const before = rig().writes(pinOf(1));
     const { first, final } = await e.act('relay_set', { device_id: RIG, channel: 1, on: true, request_id: 'walk-offline' });
@@ -76,7 +81,7 @@ describe('relay rig rows', () => {
     // the rejection is still in the journal under its own id
     expect(sc(await e.call('get_action_status', { command_id: off.command_id, wait_ms: 0 }))).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE' });
     expect(bootWrites).toBeGreaterThan(0);
-  });
+  }, 40000);
 
   it('DEVICE_REBOOTED (retry: after fresh state read) succeeds after get_device_status refresh=true', async () => {
     const boots = rig().bootCount;

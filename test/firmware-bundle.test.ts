@@ -398,7 +398,7 @@ describe('firmware link', () => {
     const rig = loadFirmware(config, file);
     const s = rig.accept();
     recv(rig, s);
-    rig.send(s, { t: 'chal', v: 1, sn: '0123456789abcdef0123' });
+    rig.send(s, { t: 'chal', v: PROTOCOL_VERSION, sn: '0123456789abcdef0123' });
     recv(rig, s);
     rig.send(s, { t: 'err', code: 'AUTH_FAILED', msg: 'mac mismatch' });
     expect(s.ended).toBe(true);

@@ -364,6 +364,11 @@ describe('the status says exactly what the device reported', () => {
 
   it('a late result after timeout is noted in the history, confirmed, and the command stays timeout; a repeat of a completed result leaves no note', async () => {
     const { d, s, rid, query } = await pastDeadline();
+    // Still running at the deadline, and again after the one extra window: timeout.
+    d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
+    await flush();
+    clock.advance(s.deadline_ms!);
+    await flush();
     d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'running' });
     await flush();
     expect(core.status(s.command_id)!.state).toBe('timeout');

@@ -125,7 +125,8 @@ describe('soft limits and speed bounds are checked on the device, not only by th
     const cases: [string, Record<string, unknown>, RegExp][] = [
       ['raw-soft', { axis: 'x', mm: 150 }, /soft limits of axis x: 0\.\.120 mm/],
       ['raw-travel', { axis: 'x', mm: 250 }, /soft limits/],
-      ['raw-speed', { axis: 'x', mm: 50, speed: 500 }, /speed must be a number in \(0, 30\]/],
+      ['raw-speed', { axis: 'x', mm: 50, speed: 500 }, /speed must be a number in \[0\.25, 30\]/],
+      ['raw-slow', { axis: 'x', mm: 50, speed: 1e-5 }, /speed must be a number in \[0\.25, 30\]/],
       ['raw-neg', { axis: 'x', mm: -5 }, /soft limits/],
     ];
     for (const [rid, p, why] of cases) {

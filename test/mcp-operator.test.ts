@@ -150,7 +150,7 @@ describe('with the operator scope', () => {
     const dev = await setup();
     const { client } = await connect(OPERATOR);
     const r = await call(client, 'remove_device', { device_id: 'rig1' });
-    expect(r.structuredContent).toEqual({ device_id: 'rig1', removed: true, was_online: true });
+    expect(r.structuredContent).toEqual({ device_id: 'rig1', removed: true, was_online: true, reason: null });
     await flush();
     expect(dev.closed).toBe(true);
     expect(core.journal.device('rig1')).toBeUndefined();

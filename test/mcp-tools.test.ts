@@ -101,11 +101,13 @@ describe('inputs are strict and errors name the rule', () => {
 });
 
 describe('business outcomes are results, not tool errors', () => {
-  it('relay_set to an offline device returns state rejected with DEVICE_OFFLINE in structured content and the same JSON as text', async () => {
+  it('relay_set to an offline device returns state rejected with DEVICE_OFFLINE in structured content, and as text a sentence that says so followed by the same JSON', async () => {
     const r = await callTool('relay_set', { device_id: 'rig1', channel: 1, on: true });
     expect(r.isError).toBeFalsy();
     expect(r.structuredContent).toMatchObject({ state: 'rejected', terminal: true, accepted: false, executed: false, verified: false, error_code: 'DEVICE_OFFLINE' });
-    expect(JSON.parse(text(r))).toEqual(r.structuredContent);
+    const [line, ...json] = text(r).split('\n\n');
+    expect(line).toMatch(/^Command cmd_\S+ \(switch relay channel 1 of rig1 on\): REJECTED before anything moved \(DEVICE_OFFLINE\)\./);
+    expect(JSON.parse(json.join('\n\n'))).toEqual(r.structuredContent);
   });
 
   it('get_action_status answers a terminal command at once, from the journal', async () => {

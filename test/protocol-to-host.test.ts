@@ -73,8 +73,8 @@ describe('parseToHost refuses each broken rule with its own message', () => {
     ['hello', { dev: 'a'.repeat(65) }, 'hello: dev ' + ID, undefined],
     ['hello', { dev: 'a b' }, 'hello: dev ' + ID, undefined],
     ['hello', { boot: 7 }, 'hello: boot ' + ID, undefined],
-    ['hello', { fw: 1 }, 'hello: fw and board must be strings', undefined],
-    ['hello', { board: null }, 'hello: fw and board must be strings', undefined],
+    ['hello', { fw: 1 }, 'hello: fw and board must be strings of up to 64 chars', undefined],
+    ['hello', { board: null }, 'hello: fw and board must be strings of up to 64 chars', undefined],
     ['hello', { cn: 'c'.repeat(15) }, 'hello: cn must be a nonce of 16-128 chars', undefined],
     ['hello', { cn: 'c'.repeat(129) }, 'hello: cn must be a nonce of 16-128 chars', undefined],
     ['hello', { cn: 16 }, 'hello: cn must be a nonce of 16-128 chars', undefined],
@@ -88,7 +88,7 @@ describe('parseToHost refuses each broken rule with its own message', () => {
     ['prog', { pct: -0.1 }, 'prog: pct must be 0..100', 'r1'],
     ['prog', { pct: 100.1 }, 'prog: pct must be 0..100', 'r1'],
     ['prog', { pct: '5' }, 'prog: pct must be 0..100', 'r1'],
-    ['prog', { msg: 5 }, 'prog: msg must be a string', 'r1'],
+    ['prog', { msg: 5 }, 'prog: msg must be a string of up to 1000 chars', 'r1'],
     ['prog', { pos: '1' }, 'prog: pos must be a number (mm)', 'r1'],
     ['res', { rid: 5 }, 'res: rid ' + ID, undefined],
     ['res', { st: 'done' }, 'res: st must be one of completed, unverified, failed, rejected, cancelled', 'r1'],
@@ -96,10 +96,10 @@ describe('parseToHost refuses each broken rule with its own message', () => {
     ['res', { ver: 'false' }, 'res: ver must be a boolean', 'r1'],
     ['res', { ev: 'none', ver: true }, 'res: ver cannot be true without evidence', 'r1'],
     ['res', { st: 'completed', ver: false }, 'res: completed requires verified evidence', 'r1'],
-    ['res', { code: 'OOPS' }, 'res: code OOPS is not a known error code', 'r1'],
+    ['res', { code: 'OOPS' }, 'res: code must be a known error code', 'r1'],
     ['res', { code: undefined }, 'res: failed requires an error code', 'r1'],
     ['res', { st: 'rejected', code: undefined }, 'res: rejected requires an error code', 'r1'],
-    ['res', { msg: 1 }, 'res: msg must be a string', 'r1'],
+    ['res', { msg: 1 }, 'res: msg must be a string of up to 1000 chars', 'r1'],
     ['res', { ms: '3' }, 'res: ms must be a number', 'r1'],
     ['res', { s: [] }, 'res: s must be a state object', 'r1'],
     ['res', { s: { relays: [] } }, 'res: s.up must be a number', 'r1'],
@@ -110,10 +110,10 @@ describe('parseToHost refuses each broken rule with its own message', () => {
     ['res', { s: { up: 1, relays: [{ ch: 1, cmd: null, pin: 'x', aux: null }] } }, 'res: s.relays[].pin must be boolean or null', 'r1'],
     ['res', { s: { up: 1, relays: [{ ch: 1, cmd: null, pin: null }] } }, 'res: s.relays[].aux must be boolean or null', 'r1'],
     ['res', { s: { up: 1, relays: [], axes: {} } }, 'res: s.axes must be an array', 'r1'],
-    ['res', { s: { up: 1, relays: [], axes: [{ axis: 'x', pos: 1 }] } }, 'res: s.axes[] must have axis, pos and cmd', 'r1'],
-    ['res', { s: { up: 1, relays: [], axes: [{ axis: 1, pos: 1, cmd: 1 }] } }, 'res: s.axes[] must have axis, pos and cmd', 'r1'],
-    ['res', { s: { up: 1, relays: [], axes: [{ axis: 'x', pos: '1', cmd: 1 }] } }, 'res: s.axes[] must have axis, pos and cmd', 'r1'],
-    ['res', { s: { up: 1, relays: [], axes: [null] } }, 'res: s.axes[] must have axis, pos and cmd', 'r1'],
+    ['res', { s: { up: 1, relays: [], axes: [{ axis: 'x', pos: 1 }] } }, 'res: s.axes[] must have axis (up to 32 chars), pos and cmd', 'r1'],
+    ['res', { s: { up: 1, relays: [], axes: [{ axis: 1, pos: 1, cmd: 1 }] } }, 'res: s.axes[] must have axis (up to 32 chars), pos and cmd', 'r1'],
+    ['res', { s: { up: 1, relays: [], axes: [{ axis: 'x', pos: '1', cmd: 1 }] } }, 'res: s.axes[] must have axis (up to 32 chars), pos and cmd', 'r1'],
+    ['res', { s: { up: 1, relays: [], axes: [null] } }, 'res: s.axes[] must have axis (up to 32 chars), pos and cmd', 'r1'],
     ...(['moving', 'homed', 'fault', 'home', 'limit'] as const).map(
       (k) =>
         [
@@ -129,9 +129,9 @@ describe('parseToHost refuses each broken rule with its own message', () => {
     ['state', { rst: 'gone' }, 'state: rst must be running, done or unknown', undefined],
     ['hb', { up: 'x' }, 'hb: up must be a number', undefined],
     ['hb', { free: '1' }, 'hb: free must be a number', undefined],
-    ['err', { code: 1 }, 'err: needs string code and msg', undefined],
-    ['err', { msg: undefined }, 'err: needs string code and msg', undefined],
-    ['err', { ref: 2 }, 'err: needs string code and msg', undefined],
+    ['err', { code: 1 }, 'err: needs string code (up to 32 chars) and msg (up to 1000), optional ref', undefined],
+    ['err', { msg: undefined }, 'err: needs string code (up to 32 chars) and msg (up to 1000), optional ref', undefined],
+    ['err', { ref: 2 }, 'err: needs string code (up to 32 chars) and msg (up to 1000), optional ref', undefined],
   ];
   for (const [t, change, msg, ref] of cases)
     it(`${t} ${JSON.stringify(change).slice(0, 90)} → ${msg}`, () => {
@@ -141,8 +141,8 @@ describe('parseToHost refuses each broken rule with its own message', () => {
       expect(r).toEqual(ref === undefined ? { ok: false, code: 'MALFORMED_FRAME', msg, ref: undefined } : { ok: false, code: 'MALFORMED_FRAME', msg, ref });
     });
 
-  it('an unknown type is UNKNOWN_FRAME, its name cut to 32 chars', () => {
-    expect(parseToHost(JSON.stringify({ t: 'x'.repeat(40) }))).toEqual({ ok: false, code: 'UNKNOWN_FRAME', msg: 'unknown frame type "' + 'x'.repeat(32) + '"' });
+  it('an unknown type is UNKNOWN_FRAME, its name quoted and cut to 40 chars', () => {
+    expect(parseToHost(JSON.stringify({ t: 'x'.repeat(41) }))).toEqual({ ok: false, code: 'UNKNOWN_FRAME', msg: 'unknown frame type "' + 'x'.repeat(37) + '..."' });
   });
 
   it('a frame that is not a JSON object with a string t is refused before its type is read', () => {
