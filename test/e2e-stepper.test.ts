@@ -23,6 +23,7 @@ afterEach(async () => {
 
 async function homed(engine: Engine, faults: string[] = []): Promise<E2E> {
   const h = await startE2E({ engine, sims: [{ boardFile: STEPPER_BOARD }], faults, device: DEV });
+  e = h; // closed by afterEach even when homing fails
   const { final } = await h.act('stepper_home', { device_id: DEV, axis: 'x' });
   expect(final).toMatchObject({ state: 'completed', evidence: 'aux_contact', verified: true });
   return h;
