@@ -9,11 +9,11 @@ const base = JSON.parse(readFileSync(new URL('./stryker.config.json', import.met
 export default {
   ...base,
   mutate: [
-    'shared-protocol/src/to-host.ts:96-106',
+    'shared-protocol/src/to-host.ts:139-147',
     'shared-protocol/src/timeout.ts',
-    'host/src/core/commands.ts:86-100',
-    'host/src/core/commands.ts:244-293',
-    'host/src/core/commands.ts:510-513',
+    'host/src/core/commands.ts:87-100',
+    'host/src/core/commands.ts:322-368',
+    'host/src/core/commands.ts:609-611',
   ],
   // The type checker costs a project-wide tsc per batch of mutants; CI's budget is a few minutes,
   // and a mutant that would not compile still has to be killed by a test here.

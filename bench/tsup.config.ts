@@ -1,4 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { defineConfig } from 'tsup';
+
+// host/src/version.ts reads ../package.json next to its output file, which from bench/dist is not
+// the host's: bundle the host's version in as a constant instead.
+const hostVersion = (JSON.parse(readFileSync('host/package.json', 'utf8')) as { version: string }).version;
 
 // The bench and its helper processes; the host and protocol are TypeScript source, bundled in.
 export default defineConfig({
@@ -11,4 +16,12 @@ export default defineConfig({
   splitting: true,
   noExternal: ['@proofrig/protocol', '@proofrig/sim'],
   skipNodeModulesBundle: true,
+  esbuildPlugins: [
+    {
+      name: 'host-version',
+      setup(b) {
+        b.onLoad({ filter: /host[\\/]src[\\/]version\.ts$/ }, () => ({ contents: `export const VERSION: string = ${JSON.stringify(hostVersion)};`, loader: 'ts' }));
+      },
+    },
+  ],
 });

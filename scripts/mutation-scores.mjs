@@ -4,15 +4,22 @@
 // checks every surviving mutant against test/mutation/allowed-survivors.json, prints the scores
 // and, with --readme, writes them into README.md between the mutation-scores markers.
 // Exit 1 when a score is under 90 % or a survivor is neither killed nor allowed with a reason.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-// The full run's report when there is one, else the CI subset's (then the table says so).
-const FULL = join(ROOT, 'reports/mutation/mutation.json');
-const STRYKER = existsSync(FULL) ? FULL : join(ROOT, 'reports/mutation/ci.json');
-const SUBSET = STRYKER !== FULL;
+// The scoped full runs' reports (stryker.scope.config.mjs: full-<scope>.json) merged with a
+// whole-path run's mutation.json when there is one; else the CI subset's (then the table says so).
+// A file measured by more than one report counts once, from the newest report.
+const DIR = join(ROOT, 'reports/mutation');
+const fullReports = existsSync(DIR)
+  ? readdirSync(DIR).filter((n) => n === 'mutation.json' || /^full-.*\.json$/.test(n)).map((n) => join(DIR, n))
+  : [];
+const SUBSET = fullReports.length === 0;
+const reports = (SUBSET ? [join(DIR, 'ci.json')] : fullReports).filter((p) => existsSync(p)).map((p) => ({ p, rep: JSON.parse(readFileSync(p, 'utf8')), at: statSync(p).mtimeMs }));
+reports.sort((a, b) => a.at - b.at);
+const merged = reports.length ? { files: Object.assign({}, ...reports.map((r) => r.rep.files)), at: Math.max(...reports.map((r) => r.at)) } : null;
 const FIRMWARE = join(ROOT, 'reports/mutation/firmware.json');
 const ALLOWED = join(ROOT, 'test/mutation/allowed-survivors.json');
 const MIN = 90;
@@ -23,8 +30,8 @@ const isAllowed = (file, m) =>
 
 const rows = [];
 const unexplained = [];
-if (existsSync(STRYKER)) {
-  const rep = JSON.parse(readFileSync(STRYKER, 'utf8'));
+if (merged) {
+  const rep = merged;
   const areas = { 'shared-protocol/src': 'protocol (validators, timeout formula, states)', 'host/src/core': 'host core (commands, journal, devices, plan)' };
   for (const [prefix, name] of Object.entries(areas)) {
     const c = { killed: 0, survived: 0, allowed: 0, timeout: 0, noCoverage: 0, files: [] };
@@ -53,7 +60,7 @@ if (existsSync(FIRMWARE)) {
   rows.push({ name: 'firmware verdicts (fixed mutant list, rebuilt per mutant)', files: [...new Set(fw.results.map((r) => r.file))].join(', '), killed: fw.killed, total: fw.total, allowed: 0, score: fw.score });
   for (const r of fw.results) if (r.status === 'survived') unexplained.push(`firmware/src/${r.file} mutant ${r.id}: ${r.what}`);
 }
-const date = (existsSync(STRYKER) ? new Date(JSON.parse(readFileSync(STRYKER, 'utf8')).timestamp ?? Date.now()) : new Date()).toISOString().slice(0, 10);
+const date = new Date(merged ? merged.at : Date.now()).toISOString().slice(0, 10);
 
 const table = [
   `Last run: ${date}${fwDate ? ` (firmware: ${fwDate.slice(0, 10)})` : ''}, written by \`node scripts/mutation-scores.mjs --readme\`.`,

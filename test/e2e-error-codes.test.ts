@@ -29,6 +29,7 @@ const ELSEWHERE: Partial<Record<ErrorCode, string>> = {
   UNPROVEN_COMPLETION: 'the validator refuses such a result first: test/host-core.test.ts (guard) and test/e2e-lying-device.test.ts',
   INTERNAL: 'only a firmware action that throws produces it; the firmware catches and reports it (firmware/src/exec.ts)',
   MALFORMED_FRAME: 'a frame-level answer, not a command outcome: test/host-core.test.ts, test/firmware-bundle.test.ts',
+  FRAME_TOO_LARGE: 'a frame-level answer from the device before parsing: test/sim-memory.test.ts',
   UNKNOWN_FRAME: 'a frame-level answer: test/host-core.test.ts',
   AUTH_FAILED: 'a connection-level answer: test/host-core.test.ts, test/firmware-bundle.test.ts',
   PROTOCOL_VERSION: 'a connection-level answer: test/link-contract.test.ts',

@@ -294,6 +294,7 @@ describe('completed is recorded only with verified evidence, whatever the valida
       );
       expect(core.status(s.command_id)!.accepted).toBe(true);
       expect(logLines.find((l) => l.evt === 'unproven_completion')).toMatchObject({
+        msg: 'device claimed completed without verified evidence',
         device_id: 'rig1',
         rid: s.request_id,
         claim: `completed, evidence=${ev}, verified=${ver}: all good`,
@@ -303,6 +304,28 @@ describe('completed is recorded only with verified evidence, whatever the valida
       expect(logLines.filter((l) => l.command_id === s.command_id && l.phase === 'terminal').map((l) => l.state)).toEqual(['failed']);
     });
   }
+
+  it('a claim without a message is quoted as it came, with nothing added', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    core.commands.result(core.devices.session('rig1')!, { t: 'res', rid: s.request_id, st: 'completed', ev: 'none', ver: true, s: d.state(true), ms: 3 } as ResultFrame);
+    await flush();
+    expect(core.status(s.command_id)!.detail).toMatch(/^device rig1 claimed completed, evidence=none, verified=true; completed needs verified evidence/);
+  });
+
+  it('a proper completed that follows the refused claim changes nothing: the command stays failed, the late result is noted and confirmed', async () => {
+    const d = await online();
+    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    lie(d, s.request_id, 'none', true);
+    await flush();
+    d.send({ t: 'res', rid: s.request_id, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    expect(core.status(s.command_id)!).toMatchObject({ state: 'failed', error_code: 'UNPROVEN_COMPLETION', verified: false });
+    expect(core.commands.history(s.command_id).at(-1)).toMatchObject({ state: 'failed', note: 'late result from device ignored: completed' });
+    expect(d.of('rack')).toEqual([{ t: 'rack', rid: s.request_id }, { t: 'rack', rid: s.request_id }]);
+  });
 
   it('a verified completed with evidence still completes (the guard refuses only the contradiction)', async () => {
     const d = await online();
@@ -358,7 +381,7 @@ describe('the status says exactly what the device reported', () => {
     d.send({ t: 'res', rid: 'never-sent', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 3 });
     await flush();
     expect(d.of('rack')).toEqual([{ t: 'rack', rid: 'never-sent' }]);
-    expect(logLines.find((l) => l.evt === 'unknown_result')).toMatchObject({ device_id: 'rig1', rid: 'never-sent' });
+    expect(logLines.find((l) => l.evt === 'unknown_result')).toMatchObject({ device_id: 'rig1', rid: 'never-sent', msg: 'result for a request this host never sent' });
     expect(core.journal.byRequest('rig1', 'never-sent')).toBeUndefined();
   });
 
@@ -657,6 +680,26 @@ describe('motion commands', () => {
     d.send({ t: 'prog', rid, pct: 40, pos: 60.04 });
     await flush();
     expect(core.status(s.command_id)).toMatchObject({ state: 'running', progress_pct: 40, position_mm: 60.04 });
+  });
+
+  it("a result's position is the commanded axis's own, whatever other axes the state lists first", async () => {
+    const d = await stepperOnline();
+    const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    d.send({ t: 'res', rid, st: 'completed', ev: 'encoder', ver: true, s: { up: 2, relays: [], axes: [{ ...axisState(5), axis: 'y' }, axisState(150)] }, ms: 3600 });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'completed', position_mm: 150 });
+  });
+
+  it('a failed move whose position the encoder verified is still not verified: verified means proven completed', async () => {
+    const d = await stepperOnline();
+    const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    d.send({ t: 'res', rid, st: 'failed', ev: 'encoder', ver: true, code: 'POSITION_ERROR', msg: 'x: stopped at 149.2 mm', s: { up: 2, relays: [], axes: [axisState(149.2)] }, ms: 3600 });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'failed', error_code: 'POSITION_ERROR', evidence: 'encoder', executed: true, verified: false, position_mm: 149.2 });
   });
 
   it('after a stall the axis is refused STATE_READ_REQUIRED until its state is read from the device', async () => {

@@ -5,7 +5,21 @@
 // argv[2]: JSON { url, mode: 'proofrig' | 'echo', devices: [{ id, secret, board }] }
 import { createHmac, randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
-import { authMessage, parseToDevice, PROTOCOL_VERSION, type DeviceState } from '@proofrig/protocol';
+import {
+  authMessage,
+  DEVICE_DIR,
+  HOST_DIR,
+  hostProofMessage,
+  MAC_BYTES,
+  macInput,
+  parseToDevice,
+  PROTOCOL_VERSION,
+  seal,
+  sessionKeyMessage,
+  unseal,
+  withCounter,
+  type DeviceState,
+} from '@proofrig/protocol';
 
 interface Spec {
   url: string;
@@ -38,17 +52,44 @@ function device(d: Spec['devices'][number]): void {
   const relays = [1, 2, 3, 4].map((ch) => ({ ch, cmd: null as boolean | null, pin: null as boolean | null, aux: null }));
   const state = (): DeviceState => ({ up: Date.now() - t0, relays });
   let hb: NodeJS.Timeout | undefined;
-  const send = (f: object) => ws.send(JSON.stringify(f));
+  let sn = '';
+  // After the host's `ok` (its proof checked) every frame both ways is sealed, exactly as the firmware does (seal.ts).
+  let key: Buffer | undefined;
+  let txN = 0;
+  let rxN = 0;
+  const mac = (dir: string, body: string) => createHmac('sha256', key!).update(macInput(dir, body)).digest().subarray(0, MAC_BYTES).toString('base64');
+  const send = (f: object) => {
+    let j = JSON.stringify(f);
+    if (key) {
+      j = withCounter(j, ++txN);
+      j = seal(j, mac(DEVICE_DIR, j));
+    }
+    ws.send(j);
+  };
   ws.on('open', () => send({ t: 'hello', v: PROTOCOL_VERSION, dev: d.id, boot, fw: 'bench-loadgen', board: d.board, cn }));
   ws.on('message', (m) => {
-    const p = parseToDevice(m.toString());
+    let text = m.toString();
+    if (key) {
+      const u = unseal(text);
+      // Like the firmware: anything but the next frame with a good MAC is refused and never acted on.
+      if (!u || u.mac !== mac(HOST_DIR, u.body) || !u.body.endsWith(withCounter('}', rxN + 1))) return;
+      rxN++;
+      text = u.body;
+    }
+    const p = parseToDevice(text);
     if (!p.ok) return;
     const f = p.f;
     switch (f.t) {
       case 'chal':
+        sn = f.sn;
         send({ t: 'auth', mac: createHmac('sha256', d.secret).update(authMessage(d.id, boot, cn, f.sn)).digest('hex') });
         return;
       case 'ok':
+        if (key || f.mac !== createHmac('sha256', d.secret).update(hostProofMessage(d.id, boot, cn, sn, f.hb)).digest('hex')) {
+          ws.close();
+          return;
+        }
+        key = createHmac('sha256', d.secret).update(sessionKeyMessage(d.id, boot, cn, sn)).digest();
         online++;
         report();
         hb = setInterval(() => send({ t: 'hb', up: Date.now() - t0 }), f.hb);

@@ -82,6 +82,24 @@ export class Checker {
     this.hostChange(s);
   }
 
+  /** A boot must never present the id of an earlier boot: the host would take the reboot for a blip and re-send into an empty ring. */
+  private hello(dev: string, text: string): void {
+    let f: Record<string, unknown>;
+    try {
+      f = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (f.t !== 'hello' || typeof f.boot !== 'string') return;
+    this.checks++;
+    const gen = this.gens.get(dev) ?? 0;
+    const seen = this.bootIds.get(dev) ?? new Map<string, number>();
+    this.bootIds.set(dev, seen);
+    const was = seen.get(f.boot);
+    if (was !== undefined && was !== gen) this.violation('every boot presents a new boot id', dev, `boot gen ${gen} says hello with boot id ${f.boot}, which boot gen ${was} used`);
+    seen.set(f.boot, gen);
+  }
+
   booted(dev: string, gen: number): void {
     this.gens.set(dev, gen);
   }
@@ -110,7 +128,11 @@ export class Checker {
     this.onActuation?.(dev);
   }
 
+  /** Boot ids each device presented in hello, with the boot generation that sent it. */
+  private bootIds = new Map<string, Map<string, number>>();
+
   frame(kind: 'send' | 'deliver' | 'delivered', dev: string, dir: 'to_host' | 'to_device', text: string): void {
+    if (kind === 'send' && dir === 'to_host' && text.includes('"hello"')) this.hello(dev, text);
     // Only commands to the device and results from it matter here; skip parsing the rest.
     if (dir === 'to_device' ? kind === 'send' || !text.includes('"cmd"') : kind !== 'send' || !text.includes('"res"')) return;
     let f: Record<string, unknown>;

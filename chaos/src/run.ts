@@ -116,6 +116,9 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
   };
 
   function startHost(): void {
+    // The settle period may already have started the host that a crash's restart timer is due to start:
+    // one host process at a time (two on one journal was a harness bug, seed 1001).
+    if (host) return;
     hostClock = scopedClock(clock);
     const h = new HostCore({ db, clock: hostClock, heartbeatMs: HEARTBEAT_MS, offlineGraceMs: 10_000, queryWaitMs: 500 });
     for (const r of rigs) h.provision(r.dev, r.secret, r.board);
@@ -144,6 +147,8 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     };
   }
 
+  /** Boot-time faults are drawn only while faults are on (not in the settle period). */
+  let bootFaults = false;
   for (let i = 0; i < o.devices; i++) {
     const board = BOARDS[i % BOARDS.length];
     const dev = `rig${i + 1}`;
@@ -160,11 +165,23 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     rig.on('boot', (gen: number) => {
       checker.booted(dev, gen);
       note(`${dev} boot ${gen}`);
+      // Soon after a boot the last Storage write is its boot counter: a cut that loses it.
+      if (bootFaults && rnd() < 0.1) {
+        const at = Math.floor(rnd() * 400);
+        clock.setTimeout(() => {
+          if (!bootFaults || !rig.running) return;
+          count('power_loss_lost_boot_count');
+          note(`${dev} power loss ${at} ms after boot, losing the last Storage write`);
+          checker.powerLoss(dev);
+          rig.powerLoss(50 + Math.floor(rnd() * 1000), { loseLastStorageWrite: true });
+        }, at);
+      }
     });
     rigs.push({ dev, board, rig, secret });
   }
   startHost();
   for (const r of rigs) r.rig.boot();
+  bootFaults = true;
 
   // Power loss between acting and acking: right after an actuation, before the ack leaves.
   checker.onActuation = (dev) => {
@@ -193,11 +210,18 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       count('partition');
       note(`${r.dev} partition ${d} ${ms} ms`);
       r.rig.linkDrop({ direction: d, ms });
-    } else if (k < 0.35) {
+    } else if (k < 0.3) {
       count('power_loss');
       note(`${r.dev} power loss`);
       checker.powerLoss(r.dev);
       r.rig.powerLoss(50 + Math.floor(rnd() * 3000));
+    } else if (k < 0.35) {
+      // A cut before flash finished the last Storage write (the boot counter, if it came soon
+      // after a boot): the next boot counts the same number again.
+      count('power_loss_lost_storage_write');
+      note(`${r.dev} power loss losing the last Storage write`);
+      checker.powerLoss(r.dev);
+      r.rig.powerLoss(50 + Math.floor(rnd() * 3000), { loseLastStorageWrite: true });
     } else if (k < 0.45) {
       crash('scheduled');
     } else if (k < 0.55) {
@@ -324,6 +348,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     await runUntil(endAt);
     // Settle: faults stop, the host is up, the network is calm; everything open must finish.
     faultsOn = false;
+    bootFaults = false;
     fabric.faults = calm;
     crashArmed = 0;
     if (!host) startHost();

@@ -64,5 +64,6 @@ interface EspWifi {
   connect(ssid: string, opts: { password: string }, cb: (err: unknown) => void): void;
 }
 interface EspProcess {
-  memory?: () => { free: number; usage: number; total: number };
+  /** gc false: skip the garbage collection Espruino runs first by default. */
+  memory?: (gc?: boolean) => { free: number; usage: number; total: number };
 }

@@ -124,7 +124,8 @@ function livenessCheck(): void {
 function beat(): void {
   const o: Record<string, unknown> = { t: 'hb', up: upMs() };
   const p = typeof process !== 'undefined' ? (process as unknown as EspProcess) : undefined;
-  if (p && p.memory) o.free = p.memory().free;
+  // memory(false): no garbage collection per heartbeat (a GC pass costs milliseconds on the chip).
+  if (p && p.memory) o.free = p.memory(false).free;
   if (bad) o.bad = bad;
   linkSend(o);
 }
@@ -221,6 +222,12 @@ function text(s: string): void {
   }
 }
 
+/** A frame too long for free memory was refused unread; its sealed counter cannot be checked, so a fresh session follows. */
+function tooBig(n: number, need: number, free: number): void {
+  answerBad('FRAME_TOO_LARGE', 'a frame of ' + n + ' bytes needs about ' + need + ' JsVars to receive and parse; ' + free + ' are free: refused unread');
+  down('refused a frame of ' + n + ' bytes that does not fit in memory', false);
+}
+
 function closed(why: string): void {
   down(why, false);
 }
@@ -231,6 +238,6 @@ export function linkStart(cfg: RigConfig, bootId: string, frame: (f: ToDeviceFra
   boot = bootId;
   onFrame = frame;
   onUp = up;
-  wsInit(opened, text, closed);
+  wsInit(opened, text, closed, tooBig);
   connect();
 }

@@ -5,8 +5,9 @@
 import type { WsFrame, WsUrl } from './wscodec';
 import {
   OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT, WS_MORE, WS_TOO_BIG,
-  wsDecode, wsEncode, wsRequest, wsResponse, wsUrl,
+  wsDecode, wsEncode, wsLen, wsRequest, wsResponse, wsUrl,
 } from './wscodec';
+import { MEM_CHECK_MIN, memFree, memNeed } from './mem';
 import { randBytes } from './rand';
 import { nowMs } from './clock';
 
@@ -28,15 +29,20 @@ const F: WsFrame = { fin: true, op: 0, d: '' };
 let onOpen: () => void;
 let onText: (s: string) => void;
 let onClose: (why: string) => void;
+let onBig: (n: number, need: number, free: number) => void;
+/** Payload length of the frame at the head of rx once its header passed the memory check, else -1. */
+let okLen = -1;
 
 function log(s: string): void {
   console.log('proofrig ws: ' + s);
 }
 
-export function wsInit(open: () => void, text: (s: string) => void, close: (why: string) => void): void {
+/** big(n, need, free): a text message of n bytes needs more JsVars than are free; it was not buffered. */
+export function wsInit(open: () => void, text: (s: string) => void, close: (why: string) => void, big: (n: number, need: number, free: number) => void): void {
   onOpen = open;
   onText = text;
   onClose = close;
+  onBig = big;
 }
 
 function raw(bytes: string): void {
@@ -61,6 +67,7 @@ export function wsClose(code?: number): void {
   rx = '';
   frag = '';
   inFrag = false;
+  okLen = -1;
   try {
     s.end();
   } catch (e) {
@@ -97,8 +104,23 @@ export function wsIsOpen(): boolean {
 
 function frames(s: EspSocket): void {
   while (sk === s && rx.length) {
+    if (okLen < 0) {
+      // Refuse a message the device cannot afford as soon as its header says how long it is,
+      // before its payload piles up in rx (fragments count with what came before).
+      const L = wsLen(rx);
+      if (L >= 0) {
+        const m = L + (inFrag ? frag.length : 0);
+        if (m >= MEM_CHECK_MIN) {
+          const need = memNeed(m);
+          const free = memFree();
+          if (need > free) return onBig(m, need, free);
+        }
+        okLen = L;
+      }
+    }
     const n = wsDecode(rx, F);
     if (n === WS_MORE) return;
+    okLen = -1;
     if (n < 0) return dead(n === WS_TOO_BIG ? 'frame over 65535 bytes refused' : 'bad frame from server', n === WS_TOO_BIG ? 1009 : 1002);
     rx = rx.substr(n);
     const op = F.op;

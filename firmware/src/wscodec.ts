@@ -62,6 +62,15 @@ export function wsEncode(op: number, d: string, mask: string): string {
   return m ? h + mask + wsMask(d, mask, 0) : h + d;
 }
 
+/** Payload length the frame header at the start of b declares, or -1 while the header is incomplete or not a plain length. */
+export function wsLen(b: string): number {
+  if (b.length < 2) return -1;
+  const len = b.charCodeAt(1) & 127;
+  if (len < 126) return len;
+  if (len === 127 || b.length < 4) return -1;
+  return (b.charCodeAt(2) << 8) | b.charCodeAt(3);
+}
+
 /**
  * Decode the frame at the start of b into out. Returns the number of bytes it took (> 0),
  * WS_MORE when b holds only part of a frame, or WS_TOO_BIG / WS_BAD.

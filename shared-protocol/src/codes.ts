@@ -97,6 +97,12 @@ export const ERROR_CODES = {
     ends: null,
     retry: 'no',
   },
+  FRAME_TOO_LARGE: {
+    meaning:
+      'The device could not afford to hold and parse a frame this long in its free memory (JsVars); it refused the frame unread, changed nothing and reconnects for a fresh session.',
+    ends: null,
+    retry: 'no',
+  },
   UNKNOWN_FRAME: {
     meaning: 'A frame had a type the receiver does not know; it was ignored and changed nothing.',
     ends: null,

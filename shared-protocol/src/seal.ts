@@ -50,7 +50,8 @@ export function seal(body: string, mac: string): string {
 
 /** Length of the `,"m":"<base64>"}` tail of a sealed frame. */
 export const SEAL_TAIL = 8 + MAC_B64_LEN;
-const B64 = /^[A-Za-z0-9+\/]{22}==$/;
+// No {n} quantifier: Espruino 2v29's regex engine lacks it (/^a{2}$/ never matches); the length is checked apart.
+const B64 = /^[A-Za-z0-9+\/]+==$/;
 
 /**
  * Split a sealed frame into the body that was MACed and its MAC, or null when the text does not
@@ -60,6 +61,6 @@ export function unseal(text: string): { body: string; mac: string } | null {
   const n = text.length;
   if (n < SEAL_TAIL + 2 || text.slice(n - SEAL_TAIL, n - SEAL_TAIL + 6) !== ',"' + MAC_FIELD + '":"' || text.slice(n - 2) !== '"}') return null;
   const mac = text.slice(n - SEAL_TAIL + 6, n - 2);
-  if (!B64.test(mac)) return null;
+  if (mac.length !== MAC_B64_LEN || !B64.test(mac)) return null;
   return { body: text.slice(0, n - SEAL_TAIL) + '}', mac };
 }

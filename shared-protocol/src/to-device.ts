@@ -52,7 +52,7 @@ export function parseToDevice(text: unknown): ToDeviceParse {
       break;
     case 'ok':
       if (!isNum(f.hb) || f.hb < 50 || f.hb > 600000) return bad(t, 'hb must be a heartbeat period of 50..600000 ms');
-      if (typeof f.mac !== 'string' || !/^[0-9a-f]{64}$/.test(f.mac)) return bad(t, 'mac must be 64 lowercase hex chars');
+      if (typeof f.mac !== 'string' || f.mac.length !== 64 || !/^[0-9a-f]+$/.test(f.mac)) return bad(t, 'mac must be 64 lowercase hex chars');
       break;
     case 'cmd':
       if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);

@@ -120,7 +120,7 @@ export function parseToHost(text: unknown): ToHostParse {
       if (typeof f.cn !== 'string' || f.cn.length < 16 || f.cn.length > 128) return bad(t, 'cn must be a nonce of 16-128 chars');
       return { ok: true, f: { t: t, v: f.v, dev: f.dev, boot: f.boot, fw: f.fw, board: f.board, cn: f.cn } };
     case 'auth':
-      if (typeof f.mac !== 'string' || !/^[0-9a-f]{64}$/.test(f.mac)) return bad(t, 'mac must be 64 lowercase hex chars');
+      if (typeof f.mac !== 'string' || f.mac.length !== 64 || !/^[0-9a-f]+$/.test(f.mac)) return bad(t, 'mac must be 64 lowercase hex chars');
       return { ok: true, f: { t: t, mac: f.mac } };
     case 'ack':
       if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);

@@ -13,12 +13,14 @@ import { Realm, type Intrinsics } from './realm.js';
 import { SimStorage } from './storage.js';
 import { BootWatches } from './watches.js';
 import { createWifiModule } from './wifi.js';
+import { estimateUsage } from './memory.js';
 
 export const ESPRUINO_VERSION = '2v25';
 /** Default PWM frequency of the ESP32 port (LEDC). */
 export const DEFAULT_PWM_HZ = 5000;
-/** JsVars of an ESP32 Espruino with Wi-Fi up (process.memory().total). */
+/** JsVars of an ESP32 Espruino with Wi-Fi up (process.memory().total): (free heap − 40 KB) / 14 bytes with ~208 KB free heap at start; at most 16,383. */
 export const MEMORY_TOTAL = 12000;
+const MEMORY_STALE_MS = 10_000;
 
 /** What the rig lets one boot's globals reach. */
 export interface ContextDeps {
@@ -306,11 +308,16 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
   });
   define('E', E);
 
+  let lastMemory: { at: number; usage: number } | undefined;
   const proc = realm.obj({
     version: ESPRUINO_VERSION,
     env: realm.obj({ BOARD: 'ESP32', VERSION: ESPRUINO_VERSION }),
-    memory: fn(() => {
-      const usage = Math.min(MEMORY_TOTAL, 300 + Math.ceil(deps.sourceLength / 7));
+    // memory(false) (no GC on Espruino) may answer the last estimate if it is under 10 s of clock
+    // old: an estimate costs milliseconds of wall time and the firmware asks with every heartbeat.
+    memory: fn((gc?: unknown) => {
+      const now = clock.now();
+      if (gc !== false || !lastMemory || now - lastMemory.at > MEMORY_STALE_MS) lastMemory = { at: now, usage: estimateUsage(deps.sourceLength, sandbox, boot.timers.held()) };
+      const usage = Math.min(MEMORY_TOTAL, lastMemory.usage);
       return realm.obj({ free: MEMORY_TOTAL - usage, usage, total: MEMORY_TOTAL, history: 0, gc: 0, gctime: 0, blocksize: 14 });
     }),
   });

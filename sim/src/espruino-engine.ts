@@ -93,7 +93,7 @@ export class EspruinoEngine {
     if (this.disposed) return;
     const args = this.deps.telnetPort !== undefined ? ['--telnet'] : [];
     const env = { ...process.env, ESPRUINO_TELNET_PORT: String(this.deps.telnetPort ?? 2323) };
-    const child = spawn(this.deps.binary, args, { cwd: this.dir, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawnInterpreter(this.deps.binary, args, { cwd: this.dir, env });
     this.starts++;
     this.child = child;
     this.stdoutBuf = '';
@@ -180,7 +180,7 @@ export class EspruinoEngine {
     writeFileSync(setup, lines.join('\n'));
     // Single-file mode: runs the file without booting from Storage, then exits by itself.
     const out = await new Promise<string>((res) => {
-      const c = spawn(this.deps.binary, [setup], { cwd: this.dir, stdio: ['pipe', 'pipe', 'pipe'] });
+      const c = spawnInterpreter(this.deps.binary, [setup], { cwd: this.dir });
       let text = '';
       c.stdout!.on('data', (d) => (text += d));
       const t = setTimeout(() => c.kill('SIGKILL'), 20000);
@@ -374,6 +374,30 @@ export class EspruinoEngine {
     this.pinSock.write(this.out.join(''));
     this.out = [];
   }
+}
+
+/**
+ * The Linux interpreter spins at full CPU once its stdin reaches EOF, so one left behind by a test
+ * worker that died (timeout, crash) keeps a core busy for ever and starves every later run: it is
+ * started under `setpriv --pdeathsig KILL`, which kills it when the Node thread that started it
+ * exits, and every live one is SIGKILLed when this process exits normally.
+ */
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+const live = new Set<ChildProcess>();
+let exitHook = false;
+function spawnInterpreter(bin: string, args: string[], o: { cwd: string; env?: NodeJS.ProcessEnv }): ChildProcess {
+  const c = SETPRIV
+    ? spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', bin, ...args], { ...o, stdio: ['pipe', 'pipe', 'pipe'] })
+    : spawn(bin, args, { ...o, stdio: ['pipe', 'pipe', 'pipe'] });
+  live.add(c);
+  c.on('exit', () => live.delete(c));
+  if (!exitHook) {
+    exitHook = true;
+    process.on('exit', () => {
+      for (const x of live) x.kill('SIGKILL');
+    });
+  }
+  return c;
 }
 
 /** Read the firmware file for an install (the vm engine reads it at every boot instead). */

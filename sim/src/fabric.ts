@@ -114,7 +114,6 @@ export class Fabric {
  * (a message queues behind earlier ones unless it is reordered).
  */
 class Lane {
-  /** When the last message queued on this lane is delivered. */
   tail = 0;
   constructor(
     private readonly f: Fabric,
@@ -143,8 +142,8 @@ class Lane {
       this.tail = Math.max(this.tail, at);
       const gen = this.conn.gen;
       clock.setTimeout(() => {
-        // An RST discards what is in flight; a FIN (deviceClosed) does not: TCP delivers data sent before it.
-        if (this.conn.gen !== gen || this.conn.rst) return;
+        // After the device's FIN, what it sent before still arrives (TCP delivers data before the FIN).
+        if (this.conn.gen !== gen || (this.conn.dead && !(this.conn.fin && this.dir === 'to_host'))) return;
         f.emit({ kind: 'deliver', ...ev });
         try {
           this.deliver(text);
@@ -160,8 +159,8 @@ class Lane {
 class Conn {
   readonly id: number;
   dead = false;
-  /** Reset (RST): unlike a close, in-flight messages are lost. */
-  rst = false;
+  /** The device ended its side cleanly (FIN): its frames already on the way still reach the host. */
+  fin = false;
   gen = 0;
   link: HostLink | undefined;
   toHost: Lane;
@@ -180,22 +179,21 @@ class Conn {
   reset(why: string): void {
     if (this.dead) return;
     this.dead = true;
-    this.rst = true;
     this.f.unregister(this);
     this.f.emit({ kind: 'reset', conn: this.id, dev: this.dev });
     this.link?.ended(why);
     this.sock.remoteClosed(true);
   }
 
-  /** The device closed its end (FIN or destroy): the host sees onclose after the latency. */
-  deviceClosed(): void {
+  /** The device closed its end (FIN, or destroy: no FIN): the host sees onclose after the latency, after a FIN only once the frames sent before it arrived. */
+  deviceClosed(fin: boolean): void {
     if (this.dead) return;
     this.dead = true;
+    this.fin = fin;
     this.f.unregister(this);
     const l = this.link;
-    // The FIN arrives after whatever the device sent before it.
     const clock = this.f.clockOf();
-    const at = Math.max(clock.now() + this.f.latency(), this.toHost.tail);
+    const at = Math.max(clock.now() + this.f.latency(), fin ? this.toHost.tail : 0);
     clock.setTimeout(() => l?.ended('device closed the connection'), at - clock.now());
   }
 }
@@ -277,14 +275,14 @@ class FabricSocket extends EventEmitter {
   end(): this {
     const c = this.conn;
     this.f.clockOf().setTimeout(() => this.emit('finish'), 0);
-    c?.deviceClosed();
+    c?.deviceClosed(true);
     return this;
   }
 
   destroy(): this {
     if (this.destroyed) return this;
     this.destroyed = true;
-    this.conn?.deviceClosed();
+    this.conn?.deviceClosed(false);
     return this;
   }
 
@@ -312,7 +310,7 @@ class FabricSocket extends EventEmitter {
       const op = this.fr.op;
       if (op === OP_TEXT) c.toHost.push(Buffer.from(this.fr.d, 'latin1').toString('utf8'));
       else if (op === OP_PING) this.rawToDevice(wsEncode(OP_PONG, this.fr.d, ''));
-      else if (op === OP_CLOSE) return c.deviceClosed();
+      else if (op === OP_CLOSE) return c.deviceClosed(true);
     }
   }
 

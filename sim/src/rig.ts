@@ -242,13 +242,15 @@ export class SimRig extends EventEmitter {
   }
 
   /**
-   * Power cut now; everything of the running boot stops dead; boots again after offMs. Emits 'powerloss'.
+   * Power cut now; everything of the running boot stops dead; boots again after offMs. Emits 'powerloss'. With
+   * loseLastStorageWrite the cut came before flash finished the last Storage write: that file reads as before it.
    * Every boot's E.hwRand/Math.random replay Espruino's fixed C rand() sequence, as on the chip.
    */
-  powerLoss(offMs: number = DEFAULT_OFF_MS): void {
+  powerLoss(offMs: number = DEFAULT_OFF_MS, opts: { loseLastStorageWrite?: boolean } = {}): void {
     if (this.dead) return;
     this.cancelPendingBoot();
     this.teardown();
+    if (opts.loseLastStorageWrite) this.storage.loseLastWrite();
     this.gpio.setPowered(false);
     this.updateRelays();
     this.safeEmit('powerloss');

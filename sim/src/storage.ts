@@ -50,6 +50,18 @@ function toBytes(data: StorageData): Uint8Array {
 
 export class SimStorage {
   private files = new Map<string, Uint8Array>();
+  /** How to take back the last write (a power cut before flash finished it). */
+  private undo: { name: string; data: Uint8Array | undefined } | undefined;
+
+  /** Lose the last write, as a power cut before the flash write completed would: the file reads as before it. Returns its name. */
+  loseLastWrite(): string | undefined {
+    const u = this.undo;
+    this.undo = undefined;
+    if (!u) return undefined;
+    if (u.data) this.files.set(u.name, u.data);
+    else this.files.delete(u.name);
+    return u.name;
+  }
   private trashBytes = 0;
   private trashCount = 0;
 
@@ -98,6 +110,8 @@ export class SimStorage {
    */
   write(name: string, data: StorageData, offset = 0, size = 0): boolean {
     SimStorage.checkName(name);
+    const before = this.files.get(name);
+    this.undo = { name, data: before ? before.slice() : undefined };
     offset = Math.floor(offset) || 0;
     size = Math.floor(size) || 0;
     if (offset < 0 || size < 0) return false;

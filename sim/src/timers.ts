@@ -39,6 +39,13 @@ export class BootTimers {
     return this.live.size;
   }
 
+  /** What the pending timers hold (callbacks and their arguments): roots of the firmware's memory. */
+  held(): unknown[] {
+    const out: unknown[] = [];
+    for (const e of this.live.values()) out.push(e.fn, ...e.args);
+    return out;
+  }
+
   add(fn: Function | string, ms: number, args: unknown[], repeat: boolean): number {
     let delay = Number(ms);
     if (!(delay >= 0)) delay = 0; // NaN, negative, undefined

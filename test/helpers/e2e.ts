@@ -117,6 +117,10 @@ export async function startE2E(
       await running.close();
     },
   };
-  await e.waitOnline();
+  // A rig that never came online is still running (an interpreter process on the Espruino engine): close it.
+  await e.waitOnline().catch(async (err) => {
+    await e.close();
+    throw err;
+  });
   return e;
 }

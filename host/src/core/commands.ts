@@ -121,9 +121,13 @@ export class Commands extends EventEmitter {
 
     const c = this.record(input, now);
     c.estimated_ms = plan.estimatedMs;
-    this.journal.insert(c);
+    // submitted and sent in one transaction: one commit (one fsync) before the frame goes out.
+    this.journal.atomic(() => {
+      this.journal.insert(c);
+      this.markSent(c, session, plan.deadlineMs);
+    });
     this.logSubmitted(c);
-    this.send(c, session, plan.deadlineMs);
+    this.transmit(c, session, plan.deadlineMs);
     return this.view(c);
   }
 
@@ -295,6 +299,11 @@ export class Commands extends EventEmitter {
   }
 
   ack(s: Session, f: AckFrame): void {
+    // A device frame's writes join this turn's group commit; its answers wait for that commit.
+    this.journal.group(() => this.ackNow(s, f));
+  }
+
+  private ackNow(s: Session, f: AckFrame): void {
     const c = this.journal.byRequest(s.dev!, f.rid);
     if (!c || isTerminal(c.state)) return;
     const next: LifecycleState = f.st === 'running' ? 'running' : c.state === 'running' ? 'running' : 'accepted';
@@ -307,6 +316,11 @@ export class Commands extends EventEmitter {
   }
 
   progress(s: Session, f: ProgressFrame): void {
+    // A device frame's writes join this turn's group commit; its answers wait for that commit.
+    this.journal.group(() => this.progressNow(s, f));
+  }
+
+  private progressNow(s: Session, f: ProgressFrame): void {
     const c = this.journal.byRequest(s.dev!, f.rid);
     if (!c || isTerminal(c.state)) return;
     const changed = c.state !== 'running';
@@ -320,13 +334,18 @@ export class Commands extends EventEmitter {
   }
 
   result(s: Session, f: ResultFrame): void {
+    // A device frame's writes join this turn's group commit; its answers wait for that commit.
+    this.journal.group(() => this.resultNow(s, f));
+  }
+
+  private resultNow(s: Session, f: ResultFrame): void {
     const dev = s.dev!;
     this.devices.observe(dev, f.s);
     // Confirm first, whatever happens next: the device may drop it from its outbox once it is journaled or known.
     const c = this.journal.byRequest(dev, f.rid);
     if (!c) {
       this.log.warn({ evt: 'unknown_result', device_id: dev, rid: f.rid }, 'result for a request this host never sent');
-      s.send({ t: 'rack', rid: f.rid });
+      this.journal.afterCommit(() => s.send({ t: 'rack', rid: f.rid }));
       return;
     }
     if (isTerminal(c.state)) {
@@ -334,7 +353,7 @@ export class Commands extends EventEmitter {
         c.updated_at = this.clock.now();
         this.journal.update(c, false, `late result from device ignored: ${f.st}${f.code ? ' ' + f.code : ''}${f.msg ? ': ' + f.msg : ''}`);
       }
-      s.send({ t: 'rack', rid: f.rid });
+      this.journal.afterCommit(() => s.send({ t: 'rack', rid: f.rid }));
       return;
     }
     c.device_state = f.s;
@@ -354,7 +373,7 @@ export class Commands extends EventEmitter {
         executed: true,
         accepted: true,
       });
-      s.send({ t: 'rack', rid: f.rid });
+      this.journal.afterCommit(() => s.send({ t: 'rack', rid: f.rid }));
       return;
     }
     this.finish(c, f.st, {
@@ -365,7 +384,7 @@ export class Commands extends EventEmitter {
       executed: f.st === 'completed' || f.st === 'unverified' || f.st === 'failed',
       accepted: f.st !== 'rejected',
     });
-    s.send({ t: 'rack', rid: f.rid });
+    this.journal.afterCommit(() => s.send({ t: 'rack', rid: f.rid }));
   }
 
   /** Re-arm deadlines of commands that were open when the host stopped. */
@@ -390,6 +409,12 @@ export class Commands extends EventEmitter {
   // ---- internals -------------------------------------------------------------------
 
   private send(c: CommandRecord, s: Session, deadlineMs: number, sends = 1): void {
+    this.markSent(c, s, deadlineMs, sends);
+    this.transmit(c, s, deadlineMs);
+  }
+
+  /** Journal the command as sent (the frame goes out only after this is committed: transmit). */
+  private markSent(c: CommandRecord, s: Session, deadlineMs: number, sends = 1): void {
     const now = this.clock.now();
     c.state = 'sent';
     c.boot_id = s.boot!;
@@ -398,7 +423,11 @@ export class Commands extends EventEmitter {
     c.deadline_at = now + deadlineMs;
     c.updated_at = now;
     this.journal.update(c, true, `deadline ${deadlineMs} ms`);
-    s.send({ t: 'cmd', rid: c.request_id, a: c.action as ActionName, p: c.args });
+  }
+
+  private transmit(c: CommandRecord, s: Session, deadlineMs: number): void {
+    const frame = { t: 'cmd', rid: c.request_id, a: c.action as ActionName, p: c.args } as const;
+    this.journal.afterCommit(() => s.send(frame));
     this.changed(c);
     this.arm(c.command_id, deadlineMs);
   }
@@ -535,11 +564,14 @@ export class Commands extends EventEmitter {
     return c;
   }
 
+  /** Tell listeners (waiters, MCP resources, logging) of a change once it is on disk. */
   private changed(c: CommandRecord): void {
     const v = this.view(c);
-    this.emit('change:' + c.command_id, v);
-    // Every change, for the MCP journal resources and log notifications.
-    this.emit('change', v);
+    this.journal.afterCommit(() => {
+      this.emit('change:' + c.command_id, v);
+      // Every change, for the MCP journal resources and log notifications.
+      this.emit('change', v);
+    });
   }
 
   private lastSeenText(dev: string): string {

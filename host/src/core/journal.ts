@@ -230,9 +230,19 @@ export class Journal {
   private narrow = new Map<string, Database.Statement>();
   /** One transaction wrapper, made once (better-sqlite3 builds a new one per db.transaction() call). */
   private readonly tx: (f: () => void) => void;
+  // Group commit: writes made inside group() (device frames) share one transaction that commits once
+  // at the end of the event-loop turn; what tells anyone about them (afterCommit) runs after that
+  // commit. Anything from outside a group first commits what is pending, so no reader and no
+  // caller ever sees a state that is not on disk.
+  private grouping = 0;
+  private pending = false;
+  private after: (() => void)[] = [];
 
-  /** `path` is a file, or ':memory:' for tests that do not restart. */
-  constructor(path: string) {
+  /**
+   * `path` is a file, or ':memory:' for tests that do not restart. `defer` schedules the group commit
+   * (the host passes its clock's next turn); without it a group commits when it ends.
+   */
+  constructor(path: string, private readonly defer?: (fn: () => void) => void) {
     if (path !== ':memory:' && path !== '') {
       // Device secrets live here: the folder is 0700 and the files 0600 before anything is written.
       prepareStateDir(stateDir(path));
@@ -342,9 +352,58 @@ export class Journal {
     if (!have.has('sent_at')) this.db.exec('ALTER TABLE commands ADD COLUMN sent_at INTEGER');
   }
 
+  /**
+   * Run fn with its journal writes deferred to one commit at the end of this event-loop turn, shared
+   * with every other group of the turn. Whoever must not hear of them before they are on disk is
+   * told through afterCommit.
+   */
+  group<T>(fn: () => T): T {
+    this.grouping++;
+    try {
+      return fn();
+    } finally {
+      this.grouping--;
+      if (!this.defer && this.db.open) this.settle();
+    }
+  }
+
+  /** Several writes in one transaction (one commit), committed before this returns unless inside a group. */
+  atomic(fn: () => void): void {
+    this.settle();
+    this.tx(fn);
+    if (!this.grouping) this.settle();
+  }
+
+  /** fn runs once everything written so far is on disk: now, or right after the pending group commit. */
+  afterCommit(fn: () => void): void {
+    if (this.pending) this.after.push(fn);
+    else fn();
+  }
+
+  /** Commit the pending group (if any), then run what waited for it. */
+  settle(): void {
+    if (!this.pending || this.grouping) return;
+    this.db.exec('COMMIT');
+    this.pending = false;
+    const after = this.after;
+    this.after = [];
+    for (const f of after) f();
+  }
+
+  /** One write: inside a group it joins the turn's open transaction, else it commits now. */
+  private write(f: () => void): void {
+    if (this.grouping && !this.db.inTransaction) {
+      this.db.exec('BEGIN');
+      this.pending = true;
+      this.defer?.(() => this.db.open && this.settle());
+    }
+    if (!this.grouping) this.settle();
+    this.tx(f);
+  }
+
   insert(c: CommandRecord, note: string | null = null): void {
     const row = toRow(c);
-    this.tx(() => {
+    this.write(() => {
       this.stmts.insert.run(row);
       this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
     });
@@ -359,7 +418,7 @@ export class Journal {
     // An open command we wrote ourselves: only the changed columns (an ack touches 3 of 23).
     const cols = before ? Object.keys(row).filter((k) => k !== 'command_id' && row[k] !== before[k]) : null;
     if (cols && cols.length === 0 && !event) return;
-    this.tx(() => {
+    this.write(() => {
       if (!cols) this.stmts.update.run(row);
       else if (cols.length > 0) {
         const args: Row = { command_id: c.command_id };
@@ -372,6 +431,7 @@ export class Journal {
   }
 
   get(commandId: string): CommandRecord | undefined {
+    this.settle();
     const o = this.openRecs.get(commandId);
     if (o) return copy(o);
     const r = this.stmts.get.get(commandId) as Row | undefined;
@@ -379,6 +439,7 @@ export class Journal {
   }
 
   byRequest(deviceId: string, requestId: string): CommandRecord | undefined {
+    this.settle();
     const id = this.openByReq.get(reqKey(deviceId, requestId));
     if (id !== undefined) return copy(this.openRecs.get(id)!);
     const r = this.stmts.byRequest.get(deviceId, requestId) as Row | undefined;
@@ -387,15 +448,18 @@ export class Journal {
 
   /** Most recent terminal commands of an action on a device that were not refused, newest first. */
   lastTerminal(deviceId: string, action: string): CommandRecord[] {
+    this.settle();
     return (this.stmts.lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
   }
 
   /** Open commands, oldest first (from memory; the same rows as on disk). */
   open(): CommandRecord[] {
+    this.settle();
     return [...this.openRecs.values()].sort((a, b) => a.submitted_at - b.submitted_at).map(copy);
   }
 
   events(commandId: string): CommandEvent[] {
+    this.settle();
     return this.stmts.events.all(commandId) as CommandEvent[];
   }
 
@@ -410,11 +474,13 @@ export class Journal {
 
   /** Register (or re-key) a device with its secret and board; `simulated` marks a rig a host run started. */
   provision(deviceId: string, secret: string, board: BoardDef, simulated = false): void {
+    this.settle();
     this.stmts.putDevice.run(deviceId, secret, JSON.stringify(board), simulated ? 1 : 0);
   }
 
   /** Journal a device event; false when this boot's event was journaled before (a re-send after a reconnect). */
   deviceEvent(e: DeviceEventRecord): boolean {
+    this.settle();
     return this.stmts.putDeviceEvent.run({ ...e, device_state: JSON.stringify(e.device_state) }).changes === 1;
   }
 
@@ -433,11 +499,13 @@ export class Journal {
   }
 
   seen(deviceId: string, boot: string, at: number): void {
+    this.settle();
     this.stmts.seen.run(boot, at, deviceId);
   }
 
   /** Commands newest first, filtered (list_commands, the recent-commands resource, tasks/list). */
   recent(q: CommandQuery = {}): CommandRecord[] {
+    this.settle();
     const where: string[] = [];
     const args: Record<string, unknown> = {};
     if (q.device_id !== undefined) {
@@ -471,6 +539,7 @@ export class Journal {
    * it has commands that are not terminal, since their outcome would have nowhere to go.
    */
   removeDevice(deviceId: string): { ok: true } | { ok: false; reason: string } {
+    this.settle();
     if (!this.device(deviceId)) return { ok: false, reason: `no device "${deviceId}" is provisioned (known: ${this.devices().map((d) => d.device_id).join(', ') || 'none'})` };
     const open = this.recent({ device_id: deviceId, open: true, limit: 10 });
     if (open.length)
@@ -484,10 +553,12 @@ export class Journal {
 
   /** The tombstone of a pruned command, if retention removed it. */
   pruned(commandId: string): PrunedCommand | undefined {
+    this.settle();
     return this.stmts.pruned.get(commandId) as PrunedCommand | undefined;
   }
 
   prunedByRequest(deviceId: string, requestId: string): PrunedCommand | undefined {
+    this.settle();
     return this.stmts.prunedByRequest.get(deviceId, requestId) as PrunedCommand | undefined;
   }
 
@@ -496,6 +567,7 @@ export class Journal {
    * ones, by tombstones (their events go too). Open commands are never touched. Returns how many went.
    */
   prune(r: Retention, now: number): number {
+    this.settle();
     let total = 0;
     const drop = (ids: string[]) =>
       this.db.transaction(() => {
@@ -522,6 +594,7 @@ export class Journal {
   }
 
   close(): void {
+    this.settle();
     this.db.close();
   }
 }

@@ -6,16 +6,24 @@ import type { CommandStatus } from '../core/commands.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
+/**
+ * The last progress value sent for each open command, across calls: an agent that polls
+ * get_action_status with a new progress token each time still sees one increasing series.
+ */
+const sent = new Map<string, number>();
+
 /** Send progress for every change of the command while the call runs, when the request carries a progress token; returns the unsubscribe. */
 export function followProgress(core: HostCore, commandId: string, extra: Extra): () => void {
   const token = extra._meta?.progressToken;
   if (token === undefined) return () => {};
-  // MCP progress must increase: the device's percent when it reports one, else a counter of state changes.
-  let last = -1;
+  // MCP progress must increase: the device's percent when it reports one, else a counter of state
+  // changes; 100 only once the command is terminal (a device at 100 % may still be settling).
   const notify = (s: CommandStatus) => {
-    const progress = s.terminal ? 100 : (s.progress_pct ?? Math.min(99, last + 1));
+    const last = sent.get(commandId) ?? -1;
+    const progress = s.terminal ? 100 : Math.min(99, s.progress_pct ?? last + 1);
     if (progress <= last) return;
-    last = progress;
+    if (s.terminal) sent.delete(commandId);
+    else sent.set(commandId, progress);
     const where = s.position_mm !== null ? ` at ${s.position_mm} mm` : '';
     const left = s.estimated_remaining_seconds !== null ? `, ~${s.estimated_remaining_seconds.toFixed(1)} s left` : '';
     void extra

@@ -1,0 +1,139 @@
+// process.memory() in the vm: an estimate of the JsVars the firmware would use on an ESP32
+// (14-byte JsVars), calibrated against Espruino 2v29 built with the ESP32's JsVar format
+// (sim/README.md "Memory" has the figures and the error measured). Two parts:
+// - a fixed part for the firmware's code and Espruino's own objects, from the source length;
+// - the firmware's live data: everything reachable from its globals and from the closures its pending timers hold (the
+//   whole bundle shares one scope, so its module state: config, dedupe ring, buffers, sockets),
+//   priced value by value the way Espruino stores it. The closures are read through V8's inspector
+//   (synchronous in-process session), so the walk never runs firmware code and changes nothing.
+import { Session } from 'node:inspector';
+
+/** Characters a JsVar holds: a string's first JsVar 9, each further one 10; a property name 4 in its name JsVar. */
+const STR_FIRST = 9;
+const STR_NEXT = 10;
+const NAME_INLINE = 4;
+/** Code, Espruino's own objects and the pin layer: fitted at one point (the relay rig idle after boot, 2,444 JsVars on the ESP32-format interpreter; sim/README.md). */
+export const CODE_CHARS_PER_JSVAR = 23.7;
+export const EMPTY_USAGE = 0;
+/** Walk limits: deeper or larger state than this is not the firmware's (and is not priced). */
+const MAX_DEPTH = 16;
+const MAX_NODES = 50_000;
+
+/** JsVars of a string value of n characters. */
+export function stringVars(n: number): number {
+  return n <= STR_FIRST ? 1 : 1 + Math.ceil((n - STR_FIRST) / STR_NEXT);
+}
+
+/** JsVars of a property name (the name JsVar also holds an integer or the reference to its value). */
+export function nameVars(k: string): number {
+  return k.length <= NAME_INLINE ? 1 : 1 + Math.ceil((k.length - NAME_INLINE) / STR_NEXT);
+}
+
+/** JsVars a value takes besides the name that holds it; objects met before cost nothing again. */
+export function valueVars(v: unknown, seen: WeakSet<object>, budget: { n: number }, depth = 0): number {
+  if (typeof v === 'string') return stringVars(v.length);
+  if (typeof v === 'number') return Number.isInteger(v) && Math.abs(v) < 2 ** 31 ? 0 : 1;
+  if (typeof v === 'boolean' || v === null) return 1;
+  if (typeof v !== 'object' || v === undefined) return 0; // functions are code (the fixed part); undefined holds nothing
+  if (seen.has(v) || depth > MAX_DEPTH || --budget.n < 0) return 0;
+  seen.add(v);
+  if (ArrayBuffer.isView(v)) return 2 + Math.ceil(v.byteLength / 12);
+  if (Object.prototype.toString.call(v) === '[object ArrayBuffer]') return 1 + Math.ceil((v as ArrayBuffer).byteLength / 12);
+  let n = 1;
+  for (const k of Object.keys(v)) {
+    let x: unknown;
+    try {
+      x = (v as Record<string, unknown>)[k];
+    } catch {
+      continue;
+    }
+    n += nameVars(k) + valueVars(x, seen, budget, depth + 1);
+  }
+  return n;
+}
+
+let session: Session | undefined;
+/** Host-side array the inspector pushes the closures' scope objects into. */
+const HOLD = Symbol.for('proofrig.sim.memory.hold');
+const ROOTS = Symbol.for('proofrig.sim.memory.roots');
+
+function post<T>(method: string, params: object): T {
+  if (!session) {
+    session = new Session();
+    session.connect();
+  }
+  let out: T | undefined;
+  let err: Error | null = null;
+  session.post(method, params, (e, r) => {
+    err = e;
+    out = r as T;
+  });
+  if (err) throw err;
+  if (out === undefined) throw new Error(`inspector ${method} did not answer synchronously`);
+  return out;
+}
+
+interface RemoteObject {
+  type: string;
+  subtype?: string;
+  objectId?: string;
+  description?: string;
+}
+interface PropertyDescriptor {
+  name: string;
+  value?: RemoteObject;
+}
+
+/** The variables of every closure scope the given functions hold, each scope once (by its variable names). */
+function closureScopes(fns: Function[]): object[] {
+  const g = globalThis as unknown as Record<symbol, unknown>;
+  const hold: object[] = [];
+  g[HOLD] = hold;
+  g[ROOTS] = fns;
+  const group = 'proofrig-memory';
+  try {
+    const roots = post<{ result: RemoteObject }>('Runtime.evaluate', { expression: `globalThis[Symbol.for('proofrig.sim.memory.roots')]`, objectGroup: group }).result;
+    const holdId = post<{ result: RemoteObject }>('Runtime.evaluate', { expression: `globalThis[Symbol.for('proofrig.sim.memory.hold')]`, objectGroup: group }).result.objectId;
+    const items = post<{ result: PropertyDescriptor[] }>('Runtime.getProperties', { objectId: roots.objectId, ownProperties: true, objectGroup: group }).result;
+    for (const it of items) {
+      if (it.value?.type !== 'function' || !it.value.objectId) continue;
+      const fp = post<{ internalProperties?: PropertyDescriptor[] }>('Runtime.getProperties', { objectId: it.value.objectId, ownProperties: true, objectGroup: group });
+      const scopes = fp.internalProperties?.find((p) => p.name === '[[Scopes]]')?.value?.objectId;
+      if (!scopes) continue;
+      const list = post<{ result: PropertyDescriptor[] }>('Runtime.getProperties', { objectId: scopes, ownProperties: true, objectGroup: group }).result;
+      for (const sc of list) {
+        const d = sc.value?.description ?? '';
+        if (!sc.value?.objectId || !/^(Closure|Block)/.test(d)) continue;
+        post('Runtime.callFunctionOn', { objectId: sc.value.objectId, functionDeclaration: 'function (h) { h.push(this); }', arguments: [{ objectId: holdId }], objectGroup: group });
+      }
+    }
+    // Each scope once: the bundle's functions all share its scope (compared by its variable names).
+    const seenScopes = new Set<string>();
+    return hold.filter((sc) => {
+      const key = Object.keys(sc).sort().join(',');
+      if (seenScopes.has(key)) return false;
+      seenScopes.add(key);
+      return true;
+    });
+  } finally {
+    post('Runtime.releaseObjectGroup', { objectGroup: group });
+    delete g[HOLD];
+    delete g[ROOTS];
+  }
+}
+
+/** JsVars the firmware's code and Espruino's own objects take (no data). */
+export function codeVars(sourceLength: number): number {
+  return EMPTY_USAGE + Math.ceil(sourceLength / CODE_CHARS_PER_JSVAR);
+}
+
+/** The estimate: code plus the data reachable from the globals and from what the pending timers hold. */
+export function estimateUsage(sourceLength: number, global: object, held: unknown[]): number {
+  const seen = new WeakSet<object>();
+  const budget = { n: MAX_NODES };
+  let n = codeVars(sourceLength) + valueVars(global, seen, budget);
+  const fns = held.filter((x): x is Function => typeof x === 'function');
+  for (const x of held) if (typeof x !== 'function') n += valueVars(x, seen, budget);
+  if (fns.length) for (const scope of closureScopes(fns)) n += valueVars(scope, seen, budget);
+  return n;
+}

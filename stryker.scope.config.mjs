@@ -1,0 +1,27 @@
+// One area of the truth path per Stryker run (`MUTATE_SCOPE=protocol|plan-devices|journal|commands
+// npx stryker run stryker.scope.config.mjs`): on a shared 2-core machine the whole path (~1900
+// mutants) does not finish in one sitting, and a run that is stopped writes nothing. Each scope
+// writes its own report (reports/mutation/full-<scope>.json, merged by
+// scripts/mutation-scores.mjs) and its own incremental file, so a rerun after a merge only tests
+// the mutants whose code or tests changed. `npm run mutate` runs the scopes one after another.
+import { readFileSync } from 'node:fs';
+
+const base = JSON.parse(readFileSync(new URL('./stryker.config.json', import.meta.url), 'utf8'));
+
+export const SCOPES = {
+  protocol: base.mutate.filter((f) => f.startsWith('shared-protocol/')),
+  'plan-devices': ['host/src/core/plan.ts', 'host/src/core/devices.ts'],
+  journal: ['host/src/core/journal.ts'],
+  commands: ['host/src/core/commands.ts'],
+};
+
+const scope = process.env.MUTATE_SCOPE ?? '';
+if (!SCOPES[scope]) throw new Error(`MUTATE_SCOPE must be one of ${Object.keys(SCOPES).join(', ')}`);
+
+export default {
+  ...base,
+  mutate: SCOPES[scope],
+  incrementalFile: `test/mutation/incremental/${scope}.json`,
+  reporters: ['clear-text', 'progress', 'json'],
+  jsonReporter: { fileName: `reports/mutation/full-${scope}.json` },
+};
