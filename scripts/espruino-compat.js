@@ -352,6 +352,12 @@ class Checker {
           this.refByNode.set(node, ref);
           break;
         }
+        case 'Literal':
+          // Measured on Espruino 2v29: its regex engine has no counted quantifiers, so /^[0-9a-f]{64}$/
+          // never matches (a device that refused every welcome). Check lengths in code instead.
+          if (node.regex && /(^|[^\\])\{\d+(,\d*)?\}/.test(node.regex.pattern))
+            this.report('regex-count', node, `counted quantifier {n} in /${node.regex.pattern}/ never matches on Espruino: test the length in code and use + or *`);
+          break;
         case 'AssignmentExpression':
           if (node.operator !== '=' && node.left.type === 'Identifier') {
             // compound assignment reads the name first
