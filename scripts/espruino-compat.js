@@ -69,6 +69,7 @@ export const RULES = Object.freeze({
   'new-target': 'new.target',
   'bigint-literal': 'BigInt literals (10n)',
   'regex-flags': 'regular expression flags other than g, i, m',
+  'regex-count': 'counted regex quantifiers ({n}, {n,m}), which never match',
   'regex-syntax': 'regular expression lookbehind and named groups',
   'missing-builtin': 'references to globals Espruino does not have (Map, Set, Symbol, ...)',
   'iterator-protocol': 'x[Symbol.iterator]: swc lowers for...of over non-literal arrays to this',
@@ -352,12 +353,6 @@ class Checker {
           this.refByNode.set(node, ref);
           break;
         }
-        case 'Literal':
-          // Measured on Espruino 2v29: its regex engine has no counted quantifiers, so /^[0-9a-f]{64}$/
-          // never matches (a device that refused every welcome). Check lengths in code instead.
-          if (node.regex && /(^|[^\\])\{\d+(,\d*)?\}/.test(node.regex.pattern))
-            this.report('regex-count', node, `counted quantifier {n} in /${node.regex.pattern}/ never matches on Espruino: test the length in code and use + or *`);
-          break;
         case 'AssignmentExpression':
           if (node.operator !== '=' && node.left.type === 'Identifier') {
             // compound assignment reads the name first
@@ -483,6 +478,10 @@ class Checker {
   checkRegex(node, pattern, flags) {
     const bad = [...flags].filter((f) => !'gim'.includes(f));
     if (bad.length) this.report('regex-flags', node, `regex flag${bad.length > 1 ? 's' : ''} "${bad.join('')}" not supported by Espruino (only g, i, m): rewrite the pattern without it`);
+    // Measured on Espruino 2v29: its regex engine has no counted quantifiers, so /^[0-9a-f]{64}$/
+    // never matches (a device that refused every welcome). Test the length in code instead.
+    if (/(^|[^\\])\{\d+(,\d*)?\}/.test(pattern))
+      this.report('regex-count', node, `counted quantifier {n} in /${pattern}/ never matches on Espruino: test the length in code and use + or *`);
     const problems = regexPatternProblems(pattern);
     if (problems.length) {
       this.report('regex-syntax', node, `regex ${[...new Set(problems)].join(' and ')} not supported by Espruino's regex engine: use plain groups and index the match`);

@@ -84,6 +84,7 @@ const CASES: { rule: string; code: string; line?: number }[] = [
   { rule: 'require-module', code: 'var ws = require("ws");' },
   { rule: 'process-member', code: 'process.nextTick(function () {});' },
   { rule: 'use-before-define', code: 'f();\nfunction f() {}', line: 2 },
+  { rule: 'regex-count', code: 'var hex = /^[0-9a-f]{64}$/;' },
 ];
 
 describe('checkEspruino: one minimal snippet per rule', () => {
