@@ -166,12 +166,7 @@ export class SimRig extends EventEmitter {
       const code = this.storage.read(BOOT_CODE_FILE);
       source = [saved, code].filter((x) => x !== undefined).join('\n');
     }
-    this.cancelPendingBoot();
-    this.teardown();
-    this.loadBoard();
-    this.gpio.setPowered(true);
-    this.updateRelays();
-    const gen = ++this.bootCount;
+    const gen = this.powerOn();
     const scriptName = file !== undefined ? basename(file) : BOOT_CODE_FILE;
     const boot = new Boot({
       gen,
@@ -198,15 +193,20 @@ export class SimRig extends EventEmitter {
     fw.realm.emit(fw.E, 'init'); // Espruino fires E.on('init') once the boot code has run
   }
 
-  /** Power on the Espruino engine: a new interpreter process that boots from its Storage. */
-  private bootEspruino(): void {
-    const esp = this.esp!;
+  /** What every boot does first, on either engine: the old boot gone, the board loaded, power on; returns the boot's generation. */
+  private powerOn(): number {
     this.cancelPendingBoot();
     this.teardown();
     this.loadBoard();
     this.gpio.setPowered(true);
     this.updateRelays();
-    const gen = ++this.bootCount;
+    return ++this.bootCount;
+  }
+
+  /** Power on the Espruino engine: a new interpreter process that boots from its Storage. */
+  private bootEspruino(): void {
+    const esp = this.esp!;
+    const gen = this.powerOn();
     const firmware = esp.starts === 0 ? readFirmware(this.opts.firmwarePath) : undefined;
     esp.start(this.opts.config, firmware).catch((e: Error) => this.printLines(e.message));
     this.safeEmit('boot', gen);
