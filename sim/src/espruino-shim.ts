@@ -9,11 +9,16 @@
 //   pipe `pins.fifo` in its working folder until Node answers there (about 1 ms on a loaded 2-core
 //   machine; a busy-wait on a plain file measured 11 ms, because it competes with Node for the
 //   CPU). The level read is the model's level after every earlier write, never a stale mirror.
+// - JsVar store: the ESP32 allocates its store once at boot (up to 16,383 JsVars); the 64-bit Linux
+//   build starts with 4,096 and grows only when no single JsVar is free, never for a flat string
+//   (an ArrayBuffer such as every crypto.SHA256 result), so at ~3,000 in use it fails those
+//   ("Not enough memory for result") where the chip would not. The shim grows it to 16,384 first.
 // ES5 only, no hoisting: everything is defined before it is used.
 
 /** Source of the `.boot0` file for a rig whose Node side listens on `port`. */
 export function shimSource(port: number): string {
-  return `(function(){
+  return `(function(){var g=[],i=0,k,c=' '.repeat(200);while(process.memory(false).total<16000&&i<4000)for(k=0;k<50;k++)g.push(c+(i++));})();
+(function(){
 var fs=require('fs'),Q=0,NW=1,W={},P=${port|0},RX='',S;
 var MODES=['analog','input','input_pullup','input_pulldown','output','opendrain','opendrain_pullup','af_output','af_opendrain'];
 function tx(s){USB.write('\\x01'+s+'\\n');}
