@@ -84,12 +84,13 @@ function markdown(started: Date, fw: { raw: number; gzip: number }, rows: Figure
       `4-channel relay rig; ${rows[0]?.frames ?? 0} command and query frames, ${BURSTS} bursts of ${BURST_FRAMES} frames, ${RECONNECTS} reconnects). ` +
       'JsVars in use (`process.memory().usage`, after Espruino\'s garbage collection), with the rig idle except for "peak":',
     '',
-    '| interpreter | JsVar size | after boot | dedupe ring full | peak during load and bursts | after the load | after reconnects | peak in bytes |',
-    '|---|---|---|---|---|---|---|---|',
+    '| interpreter | JsVar size, store | after boot | dedupe ring full | peak during load and bursts | after the load | after reconnects | peak in bytes | free at peak |',
+    '|---|---|---|---|---|---|---|---|---|',
   ];
+  const n = (x: number) => x.toLocaleString('en-US');
   for (const r of rows)
     lines.push(
-      `| ${r.build} | ${r.blocksize} B | ${r.boot} | ${r.ringFull} | ${r.peak} | ${r.afterLoad} | ${r.afterReconnects} | ${kb(r.peak * r.blocksize)} KB |`,
+      `| ${r.build} | ${r.blocksize} B, ${n(r.total)} | ${n(r.boot)} | ${n(r.ringFull)} | ${n(r.peak)} | ${n(r.afterLoad)} | ${n(r.afterReconnects)} | ${kb(r.peak * r.blocksize)} KB | ${n(r.total - r.peak)} |`,
     );
   const esp = rows.find((r) => r.blocksize === 14);
   if (esp) {
@@ -105,7 +106,23 @@ function markdown(started: Date, fw: { raw: number; gzip: number }, rows: Figure
   return lines.join('\n') + '\n';
 }
 
+function writeReadme(md: string): void {
+  const readme = join(ROOT, 'README.md');
+  const text = readFileSync(readme, 'utf8');
+  const a = '<!-- espruino-memory:start -->';
+  const b = '<!-- espruino-memory:end -->';
+  if (text.includes(a) && text.includes(b)) writeFileSync(readme, text.slice(0, text.indexOf(a) + a.length) + '\n' + md + text.slice(text.indexOf(b)));
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--render')) {
+    // Render the README block again from the last run's bench/espruino-memory.json (no new measurement).
+    const last = JSON.parse(readFileSync(join(ROOT, 'bench', 'espruino-memory.json'), 'utf8')) as { started: string; firmware: { raw: number; gzip: number }; rows: Figures[]; notes: string[] };
+    const md = markdown(new Date(last.started), last.firmware, last.rows, last.notes);
+    process.stdout.write(md);
+    writeReadme(md);
+    process.exit(0);
+  }
   const started = new Date();
   const src = readFileSync(FIRMWARE);
   const fw = { raw: src.length, gzip: gzipSync(src, { level: 9 }).length };
@@ -126,11 +143,7 @@ async function main(): Promise<void> {
   const md = markdown(started, fw, rows, notes);
   process.stdout.write(md);
   writeFileSync(join(ROOT, 'bench', 'espruino-memory.json'), JSON.stringify({ started: started.toISOString(), firmware: fw, rows, notes }, null, 2) + '\n');
-  const readme = join(ROOT, 'README.md');
-  const text = readFileSync(readme, 'utf8');
-  const a = '<!-- espruino-memory:start -->';
-  const b = '<!-- espruino-memory:end -->';
-  if (rows.length && text.includes(a) && text.includes(b)) writeFileSync(readme, text.slice(0, text.indexOf(a) + a.length) + '\n' + md + text.slice(text.indexOf(b)));
+  if (rows.length) writeReadme(md);
   process.exit(0);
 }
 

@@ -23,7 +23,7 @@ export interface LoadTotals {
   repeat: number;
   /** A command frame with invalid arguments or an unknown action (rejected by the device, nothing done), or no argument object (an `err`). */
   badArgs: number;
-  /** A state query (`q`, as get_device_status refresh=true sends). */
+  /** A state query (`q`, as get_device_status refresh=true sends it). */
   stateRead: number;
   /** relay.set on an aux-contact channel whose contact the rig model closed late (failed NO_FEEDBACK). */
   noFeedback: number;
@@ -93,11 +93,12 @@ export function mixedCommands(running: Running, rig: string, channels = [1, 2, 3
   if (!board) throw new Error(`${rig} is not provisioned`);
   const relays = new Map(board.relays.map((r) => [r.ch, r.feedback.kind]));
 
-  const raw = async (f: ToDeviceFrame & { rid: string }): Promise<ToHostFrame> => {
+  /** Send a frame through the authenticated session; resolves to the device's answer naming `key` (its rid, or a query's q). */
+  const raw = async (f: ToDeviceFrame, key: string): Promise<ToHostFrame> => {
     const s = core.devices.session(rig);
     if (!s) throw new Error(`${rig} is offline`);
     const p = new Promise<ToHostFrame>((resolve, reject) => {
-      const w: Waiter = { rid: f.rid, resolve };
+      const w: Waiter = { rid: key, resolve };
       waiters.push(w);
       setTimeout(() => {
         const i = waiters.indexOf(w);
@@ -136,31 +137,33 @@ export function mixedCommands(running: Running, rig: string, channels = [1, 2, 3
       case 3: {
         if (!lastDone) return side(k + 1);
         const d = lastDone;
-        const f = await raw({ t: 'cmd', rid: d.rid, a: 'relay.set', p: { ch: d.ch, on: d.on } });
+        const f = await raw({ t: 'cmd', rid: d.rid, a: 'relay.set', p: { ch: d.ch, on: d.on } }, d.rid);
         if (f.t !== 'res' || f.st !== 'completed') throw new Error(`a repeated request_id was not replayed: ${JSON.stringify(f)}`);
         totals.repeat++;
         return;
       }
       case 1: {
-        const f = await raw({ t: 'cmd', rid, a: 'relay.set', p: k % 12 === 1 ? { ch: 9, on: true } : { ch: 1, on: 'yes' } });
+        const f = await raw({ t: 'cmd', rid, a: 'relay.set', p: k % 12 === 1 ? { ch: 9, on: true } : { ch: 1, on: 'yes' } }, rid);
         if (f.t !== 'res' || f.st !== 'rejected' || f.code !== 'INVALID_ARGS') throw new Error(`invalid arguments were not refused: ${JSON.stringify(f)}`);
         totals.badArgs++;
         return;
       }
       case 2: {
-        const st = await core.deviceStatus(rig, true);
-        if (st?.source !== 'device') throw new Error(`state read not answered by the device: ${st?.refresh_error}`);
+        // A state query as get_device_status refresh=true sends it (at the protocol level: the host's
+        // own refresh gives up after about a second, which a loaded machine can exceed).
+        const f = await raw({ t: 'q', q: rid }, rid);
+        if (f.t !== 'state' || !Array.isArray(f.s.relays)) throw new Error(`state query not answered with the state: ${JSON.stringify(f)}`);
         totals.stateRead++;
         return;
       }
       case 4: {
-        const f = await raw({ t: 'cmd', rid, a: 'relay.toggle' as 'relay.set', p: { ch: 1 } });
+        const f = await raw({ t: 'cmd', rid, a: 'relay.toggle' as 'relay.set', p: { ch: 1 } }, rid);
         if (f.t !== 'res' || f.st !== 'rejected' || f.code !== 'UNKNOWN_ACTION') throw new Error(`an unknown action was not refused: ${JSON.stringify(f)}`);
         totals.badArgs++;
         return;
       }
       default: {
-        const f = await raw({ t: 'cmd', rid, a: 'relay.set', p: 5 as unknown as Record<string, unknown> });
+        const f = await raw({ t: 'cmd', rid, a: 'relay.set', p: 5 as unknown as Record<string, unknown> }, rid);
         if (f.t !== 'err' || f.code !== 'MALFORMED_FRAME') throw new Error(`a command without arguments was not refused: ${JSON.stringify(f)}`);
         totals.badArgs++;
         return;
@@ -177,7 +180,10 @@ export function mixedCommands(running: Running, rig: string, channels = [1, 2, 3
      */
     async burst(k: number): Promise<Mem> {
       const frames: Promise<ToHostFrame>[] = [];
-      for (let i = 0; i < k; i++) frames.push(raw({ t: 'cmd', rid: `mem-burst-${++raws}`, a: 'relay.set', p: { ch: 9, on: true } }));
+      for (let i = 0; i < k; i++) {
+        const rid = `mem-burst-${++raws}`;
+        frames.push(raw({ t: 'cmd', rid, a: 'relay.set', p: { ch: 9, on: true } }, rid));
+      }
       let done = false;
       const all = Promise.all([...frames, ...channels.map((ch) => relay(ch))]).finally(() => (done = true));
       let peak: Mem | undefined;
