@@ -163,7 +163,7 @@ async function latency(rttP50: number, rttP99: number): Promise<void> {
     const viaMcp: number[] = [];
     for (let i = 0; i < N_LAT; i++) {
       const t = performance.now();
-      const c = h.running.core.submit({ device_id: 'lat-1', action: 'relay.set', args: { ch, on: i % 2 === 0 } });
+      const c = await h.running.core.submit({ device_id: 'lat-1', action: 'relay.set', args: { ch, on: i % 2 === 0 } });
       const s = await h.running.core.waitTerminal(c.command_id, 5000);
       if (!s?.terminal) throw new Error(`bench: channel ${ch} command not terminal`);
       core.push(performance.now() - t);
@@ -241,7 +241,7 @@ async function capacity(n: number): Promise<{ rate: number; cpuUs: number }> {
     devices.map(async (d) => {
       let on = true;
       while (Date.now() < end) {
-        const c = h.running.core.submit({ device_id: d.id, action: 'relay.set', args: { ch: 3, on } });
+        const c = await h.running.core.submit({ device_id: d.id, action: 'relay.set', args: { ch: 3, on } });
         const s = await h.running.core.waitTerminal(c.command_id, 5000);
         if (s?.state === 'completed') done++;
         else bad++;
@@ -320,7 +320,7 @@ async function endToEnd(n: number): Promise<number> {
     ids.map(async (id) => {
       let on = true;
       while (Date.now() < end) {
-        const c = h.running.core.submit({ device_id: id, action: 'relay.set', args: { ch: 3, on } });
+        const c = await h.running.core.submit({ device_id: id, action: 'relay.set', args: { ch: 3, on } });
         const s = await h.running.core.waitTerminal(c.command_id, 5000);
         if (s?.state === 'completed') done++;
         on = !on;
@@ -409,11 +409,11 @@ async function move(): Promise<{ ms: number; profileMs: number }> {
   const ax = board.steppers![0];
   const rig = rigsProcess(['--board', STEPPER_BOARD, '--count', '1', '--id-prefix', 'mv', '--host', h.ws, '--db', h.db, '--seed', '2']);
   await until(() => h.running.core.devices.session('mv-1') !== undefined, 20000, 'stepper rig online');
-  const home = h.running.core.submit({ device_id: 'mv-1', action: 'stepper.home', args: { axis: ax.axis } });
+  const home = await h.running.core.submit({ device_id: 'mv-1', action: 'stepper.home', args: { axis: ax.axis } });
   const hs = await h.running.core.waitTerminal(home.command_id, 60000);
   if (hs?.state !== 'completed') throw new Error(`bench: homing ended ${hs?.state}`);
   const t = performance.now();
-  const c = h.running.core.submit({ device_id: 'mv-1', action: 'stepper.move', args: { axis: ax.axis, mm: 150 } });
+  const c = await h.running.core.submit({ device_id: 'mv-1', action: 'stepper.move', args: { axis: ax.axis, mm: 150 } });
   const s = await h.running.core.waitTerminal(c.command_id, 60000);
   const ms = performance.now() - t;
   if (s?.state !== 'completed') throw new Error(`bench: the move ended ${s?.state} ${s?.error_code}`);

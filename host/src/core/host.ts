@@ -15,6 +15,8 @@ import { LogLimiter } from './log-limit.js';
 export interface HostOptions {
   /** Journal file, or ':memory:'. */
   db: string;
+  /** A journal the caller made (tests use one whose commit can fail); `db` is then unused. */
+  journal?: Journal;
   clock?: Clock;
   logger?: Logger;
   heartbeatMs?: number;
@@ -63,15 +65,18 @@ export class HostCore implements SessionHandler {
     // Short: a connection that has not proven itself holds a socket and nothing else.
     this.handshakeMs = opts.handshakeMs ?? 5000;
     this.limiter = new LogLimiter(this.clock);
-    // Group commit: on the real clock the device frames of one event-loop turn share one commit at
-    // its end (setImmediate), so many devices cost one fsync; on a virtual clock (simulated runs)
-    // each frame's writes commit when its handler ends. Either way nobody hears of a write before it is on disk.
-    this.journal = new Journal(opts.db, this.clock === realClock ? (fn) => setImmediate(fn) : undefined);
+    // Group commit: on the real clock every write of one event-loop turn (submits, device frames) joins
+    // one transaction committed at its end (setImmediate), so many commands cost one fsync; on a virtual
+    // clock (simulated runs) each submit's or frame's writes commit when its handler ends. Either way
+    // nobody hears of a write before it is on disk.
+    this.journal = opts.journal ?? new Journal(opts.db, this.clock === realClock ? (fn) => setImmediate(fn) : undefined);
     this.devices = new Devices(this.journal, this.clock);
     this.commands = new Commands(this.journal, this.devices, this.clock, this.log, {
       offlineGraceMs: opts.offlineGraceMs ?? Math.max(10000, this.heartbeatMs * 5),
       queryWaitMs: opts.queryWaitMs ?? 500,
     });
+    this.journal.onRollback = (e) => this.commands.rolledBack(e);
+    this.journal.onCallbackError = (e) => this.log.error({ evt: 'after_commit_failed', err: (e as Error)?.stack ?? String(e) }, 'a listener failed after a journal commit');
     this.commands.recover();
     this.events.setMaxListeners(0);
     this.devices.onObserve = (dev) => this.events.emit('state', dev);
@@ -148,7 +153,8 @@ export class HostCore implements SessionHandler {
     return s;
   }
 
-  submit(input: SubmitInput): CommandStatus {
+  /** Resolves once the command (sent, or refused) is on disk; see Commands.submit. */
+  submit(input: SubmitInput): Promise<CommandStatus> {
     return this.commands.submit(input);
   }
 
@@ -195,8 +201,10 @@ export class HostCore implements SessionHandler {
       device_id: s.dev!, boot_id: s.boot!, event_id: f.id, at: this.clock.now(), kind: f.k, ch: f.ch ?? null, msg: f.msg, device_state: f.s,
     });
     this.devices.observe(s.dev!, f.s);
-    if (fresh) this.log.warn({ evt: 'device_event', device_id: s.dev, boot: s.boot, kind: f.k, ch: f.ch, msg: f.msg }, 'interlock acted on the device');
-    s.send({ t: 'rack', rid: f.id });
+    this.journal.afterCommit(() => {
+      if (fresh) this.log.warn({ evt: 'device_event', device_id: s.dev, boot: s.boot, kind: f.k, ch: f.ch, msg: f.msg }, 'interlock acted on the device');
+      s.send({ t: 'rack', rid: f.id });
+    });
   }
 
   // ---- SessionHandler -------------------------------------------------------------
