@@ -38,7 +38,9 @@ export function serveEvents(core: HostCore, req: IncomingMessage, res: ServerRes
   let last: Promise<unknown> = Promise.resolve();
   const send = (event: string, data: unknown) => {
     const text = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-    last = last.then(() => core.journal.flushed()).then(
+    const written = core.journal.flushed();
+    written.catch(() => {}); // handled below, possibly after it settled
+    last = last.then(() => written).then(
       () => res.write(text),
       () => {},
     );

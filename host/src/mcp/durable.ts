@@ -19,9 +19,12 @@ function gate(core: HostCore, t: Transport): Transport {
   const send = t.send.bind(t);
   let last: Promise<void> = Promise.resolve();
   t.send = (m: JSONRPCMessage, o?: Parameters<Transport['send']>[1]) => {
+    // The commit it waits for is the one pending now (when the server produced it), not a later one.
+    const written = core.journal.flushed();
+    written.catch(() => {}); // handled below, possibly after it settled
     const next = last.then(
-      () => core.journal.flushed(),
-      () => core.journal.flushed(),
+      () => written,
+      () => written,
     ).then(
       () => send(m, o),
       (e: Error) => {
