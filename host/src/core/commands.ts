@@ -206,10 +206,13 @@ export class Commands extends EventEmitter {
     const now = this.status(commandId);
     if (!now || until(now) || ms <= 0) return this.committed(now);
     return new Promise((resolve) => {
-      const done = () => {
+      const stop = () => {
         this.off('change:' + commandId, onChange);
         this.clock.clearTimeout(timer);
         signal?.removeEventListener('abort', done);
+      };
+      const done = () => {
+        stop();
         // What it resolves with is on disk first; after a failed batch, what is on disk instead.
         const s = this.status(commandId);
         this.journal.flushed().then(
@@ -218,7 +221,10 @@ export class Commands extends EventEmitter {
         );
       };
       const onChange = (s: CommandStatus) => {
-        if (until(s)) done();
+        if (!until(s)) return;
+        // A change event is emitted only after its commit: this view is on disk already.
+        stop();
+        resolve(s);
       };
       const timer = this.clock.setTimeout(done, ms);
       this.on('change:' + commandId, onChange);
