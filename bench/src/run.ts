@@ -372,10 +372,10 @@ function journalBench(): { single: number; rawSingle: number; batched: number; r
     j.group(() => {
       const c = fresh(i);
       j.byRequest('dev', c.request_id);
-      j.atomic(() => {
-        j.insert(c);
-        j.update(sent(c, i), true, 'deadline 1000 ms');
-      });
+      j.insert(sent(c, i), null, [
+        { at: i, state: 'submitted', note: null },
+        { at: i, state: 'sent', note: 'deadline 1000 ms' },
+      ]);
     });
   const ack = (i: number) =>
     j.group(() => {

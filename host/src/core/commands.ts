@@ -132,11 +132,13 @@ export class Commands extends EventEmitter {
 
     const c = this.record(input, now);
     c.estimated_ms = plan.estimatedMs;
-    // submitted and sent land together, in this turn's batch; the frame goes out after its commit.
-    this.journal.atomic(() => {
-      this.journal.insert(c);
-      this.markSent(c, session, plan.deadlineMs);
-    });
+    // submitted and sent land together, in this turn's batch, as one row already sent with both steps
+    // in its history; the frame goes out after the commit.
+    this.sentFields(c, session, plan.deadlineMs);
+    this.journal.insert(c, null, [
+      { at: now, state: 'submitted', note: null },
+      { at: c.sent_at!, state: 'sent', note: `deadline ${plan.deadlineMs} ms` },
+    ]);
     this.logSubmitted(c);
     this.transmit(c, session, plan.deadlineMs);
     return this.view(c);
@@ -457,6 +459,11 @@ export class Commands extends EventEmitter {
 
   /** Journal the command as sent (the frame goes out only after this is committed: transmit). */
   private markSent(c: CommandRecord, s: Session, deadlineMs: number, sends = 1): void {
+    this.sentFields(c, s, deadlineMs, sends);
+    this.journal.update(c, true, `deadline ${deadlineMs} ms`);
+  }
+
+  private sentFields(c: CommandRecord, s: Session, deadlineMs: number, sends = 1): void {
     const now = this.clock.now();
     c.state = 'sent';
     c.boot_id = s.boot!;
@@ -464,7 +471,6 @@ export class Commands extends EventEmitter {
     c.sent_at = now;
     c.deadline_at = now + deadlineMs;
     c.updated_at = now;
-    this.journal.update(c, true, `deadline ${deadlineMs} ms`);
   }
 
   private transmit(c: CommandRecord, s: Session, deadlineMs: number): void {

@@ -377,14 +377,6 @@ export class Journal {
     }
   }
 
-  /** Several writes that land together or not at all (a savepoint inside the batch), committed like a group. */
-  atomic(fn: () => void): void {
-    this.group(() => {
-      this.begin();
-      this.tx(fn);
-    });
-  }
-
   /** fn runs once everything written so far is on disk: now, or right after the batch commits (never if it fails: then `fail`). */
   afterCommit(fn: () => void, fail?: (e: Error) => void): void {
     if (this.pending) this.after.push({ ok: fn, fail });
@@ -466,11 +458,13 @@ export class Journal {
     this.tx(f);
   }
 
-  insert(c: CommandRecord, note: string | null = null): void {
+  /** A new command; its history is one event (its state, `note`), or the steps given (a row inserted already past submitted). */
+  insert(c: CommandRecord, note: string | null = null, history?: CommandEvent[]): void {
     const row = toRow(c);
     this.write(() => {
       this.stmts.insert.run(row);
-      this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
+      if (!history) this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
+      else for (const e of history) this.stmts.event.run(c.command_id, e.at, e.state, e.note);
     });
     this.remember(c, row);
   }
