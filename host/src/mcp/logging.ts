@@ -23,6 +23,10 @@ export function forwardLogs(server: McpServer, core: HostCore, cleanups: (() => 
   // notifications per command.
   let min: number | undefined;
   server.server.setRequestHandler(SetLevelRequestSchema, async (req) => {
+    if (min === undefined) {
+      core.commands.on('change', onCommand);
+      core.events.on('device', onDevice);
+    }
     min = LEVELS.indexOf(req.params.level);
     return {};
   });
@@ -52,8 +56,6 @@ export function forwardLogs(server: McpServer, core: HostCore, cleanups: (() => 
       device_id: e.device_id,
       reason: e.reason,
     });
-  core.commands.on('change', onCommand);
-  core.events.on('device', onDevice);
   cleanups.push(() => {
     core.commands.off('change', onCommand);
     core.events.off('device', onDevice);
