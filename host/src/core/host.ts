@@ -222,8 +222,16 @@ export class HostCore implements SessionHandler {
   }
 
   private sendNudges(): void {
-    for (const [s, rid] of this.nudges) s.send({ t: 'hb', ack: rid });
+    const due = [...this.nudges];
     this.nudges.clear();
+    for (const [s, rid] of due) {
+      // Outside any frame handler now: a failing link must not take the host down (receive() guards the rest).
+      try {
+        s.send({ t: 'hb', ack: rid });
+      } catch (e) {
+        this.log.error({ evt: 'nudge_failed', device_id: s.dev, err: (e as Error)?.message ?? String(e) }, 'answering an ack failed');
+      }
+    }
   }
 
   // ---- SessionHandler -------------------------------------------------------------
