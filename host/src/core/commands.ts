@@ -431,14 +431,14 @@ export class Commands extends EventEmitter {
   /**
    * A batch failed to commit and was rolled back: the journal holds what was on disk before it. A
    * command whose terminal write was lost is open again with no timer of ours: give it its deadline
-   * back (or, never sent, end it as recover() does). Frames and answers of the batch were never sent.
+   * back. Frames and answers of the batch were never sent.
    */
   rolledBack(e: Error): void {
     this.log.error({ evt: 'journal_commit_failed', err: e.message }, 'journal batch rolled back; its frames and answers were withheld');
     for (const c of this.journal.open()) {
-      if (this.deadlines.has(c.command_id) || this.waiting.has(c.command_id)) continue;
-      if (c.deadline_at === null) this.finish(c, 'timeout', { code: 'TIMEOUT', detail: 'the host could not journal this command as sent; nothing reached the device' });
-      else this.arm(c.command_id, c.deadline_at - this.clock.now());
+      // Every open row has its deadline (a submit writes it sent; recover() ended older rows without one).
+      if (this.deadlines.has(c.command_id) || this.waiting.has(c.command_id) || c.deadline_at === null) continue;
+      this.arm(c.command_id, c.deadline_at - this.clock.now());
     }
   }
 
