@@ -114,7 +114,7 @@ export function mixedCommands(running: Running, rig: string, channels = [1, 2, 3
 
   const relay = async (ch: number): Promise<void> => {
     const want = !(on.get(ch) ?? false);
-    const first: CommandStatus = core.submit({ device_id: rig, action: 'relay.set', args: { ch, on: want } });
+    const first: CommandStatus = await core.submit({ device_id: rig, action: 'relay.set', args: { ch, on: want } });
     if (first.state === 'rejected') throw new Error(`relay.set ch ${ch} rejected: ${first.detail}`);
     const final = await core.waitTerminal(first.command_id, 15000);
     const r = final && relays.get(ch);
