@@ -117,6 +117,9 @@ export class SimRig extends EventEmitter {
         onWrite: (pin, level) => this.safeEmit('write', pin, level),
         onPulse: (pin, value, times) => this.safeEmit('pulse', pin, value, times),
         onPwm: (pin, duty, freq) => this.safeEmit('pwm', pin, duty, freq),
+        catchUp: (t) => {
+          for (const s of this.slides.values()) s.catchUp(t);
+        },
       });
     }
     this.loadBoard();
