@@ -7,7 +7,7 @@ import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, 
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RigConfig } from '@proofrig/protocol';
+import type { BoardDef, RigConfig } from '@proofrig/protocol';
 import { BOOT_CODE_FILE, CONFIG_FILE } from '@proofrig/protocol';
 import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import { shimSource } from './espruino-shim.js';
@@ -47,6 +47,8 @@ export interface EspruinoEngineDeps {
   dir?: string;
   /** Serve the interpreter's own console over telnet on this loopback port (--telnet). */
   telnetPort?: number;
+  /** The board of the config in the interpreter's Storage at this boot (undefined: none). */
+  onBoard?: (board: BoardDef | undefined) => void;
   /** Integrate the rig's motion up to clock time t (ms), so every edge before t has been emitted. */
   catchUp?: (t: number) => void;
 }
@@ -280,8 +282,24 @@ export class EspruinoEngine {
           this.evals.shift()?.(v);
           break;
         }
+        case 'J': {
+          let board: BoardDef | undefined;
+          try {
+            board = m.length > 1 ? (JSON.parse(m.slice(1)) as BoardDef) : undefined;
+          } catch {
+            board = undefined;
+          }
+          this.deps.onBoard?.(board);
+          break;
+        }
+        case 'B':
+          // The shim ran: a boot, or reset()/load() typed at the console, which start the JavaScript
+          // afresh (watch ids count from 1 again and no edge has been delivered yet).
+          this.watches.clear();
+          this.dropEdges();
+          break;
         default:
-          break; // 'B' (shim ran), 'H' (pin channel up)
+          break; // 'H' (pin channel up)
       }
     } catch (e) {
       this.deps.print(`sim: ${(e as Error).message}`);

@@ -34,7 +34,10 @@
 // The interpreter still needs the CPU a chip would have: a firmware timer that runs late (the
 // process starved on a loaded machine) lets the hardware step train run on, as it would on a chip
 // whose main loop stalled (measured: 20 ms ticks running 70-120 ms apart at load 15 on 2 cores).
+// At every boot the shim also sends the board of the config in Storage, so the rig model wires the
+// board the firmware will read (also one written by `proofrig upload --tcp` through the console).
 // ES5 only, no hoisting: everything is defined before it is used.
+import { CONFIG_FILE } from '@proofrig/protocol';
 
 /**
  * Source of the `.boot0` file for a rig whose Node side listens on `port`. The shim is one string
@@ -81,6 +84,7 @@ function line(l){var c=l.charAt(0),r;if(c=='['){batch(JSON.parse(l));return;}if(
 Modules.addCached('Wifi','exports.connect=function(s,o,cb){setTimeout(function(){if(cb)cb(null);},250);};exports.disconnect=function(cb){if(cb)setTimeout(cb,0);};');
 try{S=require('net').connect({host:'127.0.0.1',port:P},function(){tx('H');});S.on('data',function(d){var a=(RX+d).split('\\n'),k,n=a.length-1;RX=a[n];for(k=0;k<n;k++)line(a[k]);});}
 catch(e){print('sim: cannot reach the rig model on port '+P+': '+e);}
+var C;try{C=require('Storage').readJSON(${JSON.stringify(CONFIG_FILE)},1);}catch(e){}tx('J'+(C&&C.board?JSON.stringify(C.board):''));C=undefined;
 tx('B');
 })();`;
 }

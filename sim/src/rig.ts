@@ -117,6 +117,13 @@ export class SimRig extends EventEmitter {
         onWrite: (pin, level) => this.safeEmit('write', pin, level),
         onPulse: (pin, value, times) => this.safeEmit('pulse', pin, value, times),
         onPwm: (pin, duty, freq) => this.safeEmit('pwm', pin, duty, freq),
+        // What the interpreter's Storage holds is the board (an upload through its console writes it there).
+        onBoard: (board) => {
+          if (board) this.storage.writeJSON(CONFIG_FILE, { board });
+          else this.storage.erase(CONFIG_FILE);
+          this.loadBoard();
+          this.updateRelays();
+        },
         catchUp: (t) => {
           for (const s of this.slides.values()) s.catchUp(t);
         },
