@@ -119,7 +119,8 @@ export class SimRig extends EventEmitter {
         onPwm: (pin, duty, freq) => this.safeEmit('pwm', pin, duty, freq),
         // What the interpreter's Storage holds is the board (an upload through its console writes it there).
         onBoard: (board) => {
-          if (board) this.storage.writeJSON(CONFIG_FILE, { board });
+          const cfg = this.storage.readJSON(CONFIG_FILE, true);
+          if (board) this.storage.writeJSON(CONFIG_FILE, { ...(typeof cfg === 'object' && cfg ? cfg : {}), board });
           else this.storage.erase(CONFIG_FILE);
           this.loadBoard();
           this.updateRelays();
