@@ -235,28 +235,6 @@ describe('the host core on the real clock: a frame or an answer never runs ahead
     expect(sent.filter((f) => f.t === 'rack')).toEqual([{ t: 'rack', rid: 'res-1', disk: 'completed' }]);
   });
 
-  it('an ack alone is answered at once with {t:"hb", ack}; an ack with its result in the same read only by the rack', async () => {
-    const d = await online();
-    const hostSide = (d.link as unknown as { peer: Link }).peer;
-    const a = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true }, request_id: 'n-1' });
-    const b = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'n-2' });
-    await flush();
-    const ack = (rid: string) => ({ t: 'ack', rid, st: 'accepted' });
-    const res = (rid: string) => ({ t: 'res', rid, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 2 });
-    hostSide.onmessage!(d.sealed(ack('n-1'), ++d.txN));
-    await flush();
-    expect(d.of('hb').filter((f) => f.ack !== undefined)).toEqual([{ t: 'hb', ack: 'n-1' }]);
-    // One read holding both frames (a device without Nagle, or one whose ACK already came).
-    hostSide.onmessage!(d.sealed(ack('n-2'), ++d.txN));
-    hostSide.onmessage!(d.sealed(res('n-2'), ++d.txN));
-    hostSide.onmessage!(d.sealed(res('n-1'), ++d.txN));
-    expect(await core.waitTerminal(b.command_id, 2000)).toMatchObject({ state: 'completed' });
-    expect(await core.waitTerminal(a.command_id, 2000)).toMatchObject({ state: 'completed' });
-    await flush();
-    expect(d.of('hb').filter((f) => f.ack !== undefined)).toEqual([{ t: 'hb', ack: 'n-1' }]);
-    expect(d.of('rack').map((f) => f.rid)).toEqual(['n-2', 'n-1']);
-  });
-
   it('a submit whose batch fails to commit is rejected, nothing is sent, and the journal holds nothing of it', async () => {
     const d = await online();
     j.failNext = true;

@@ -207,33 +207,6 @@ export class HostCore implements SessionHandler {
     });
   }
 
-  /** Sessions whose last frame of this read was an ack or progress: rid to answer with {t:'hb', ack}. */
-  private nudges = new Map<Session, string>();
-
-  /**
-   * Answer an ack (or progress) at once with a small frame: it carries the TCP ACK the device's Nagle
-   * waits for before it sends the `res` that follows; a silent host would delay that ACK ~40 ms.
-   * Sent once the frames of this read are handled (a microtask), and not at all when the `res` came
-   * in the same read: then nothing is held back, and the rack answers it.
-   */
-  private nudge(s: Session, rid: string): void {
-    if (this.nudges.size === 0) queueMicrotask(() => this.sendNudges());
-    this.nudges.set(s, rid);
-  }
-
-  private sendNudges(): void {
-    const due = [...this.nudges];
-    this.nudges.clear();
-    for (const [s, rid] of due) {
-      // Outside any frame handler now: a failing link must not take the host down (receive() guards the rest).
-      try {
-        s.send({ t: 'hb', ack: rid });
-      } catch (e) {
-        this.log.error({ evt: 'nudge_failed', device_id: s.dev, err: (e as Error)?.message ?? String(e) }, 'answering an ack failed');
-      }
-    }
-  }
-
   // ---- SessionHandler -------------------------------------------------------------
 
   credentials(dev: string) {
@@ -265,14 +238,15 @@ export class HostCore implements SessionHandler {
   frame(s: Session, f: ToHostFrame): void {
     switch (f.t) {
       case 'ack':
-        this.nudge(s, f.rid);
+        // Answer at once: this segment carries the TCP ACK the device's Nagle waits for before it sends
+        // the `res` (or `prog`) that follows; a silent host would delay that ACK ~40 ms. It reports
+        // nothing journaled, so it does not wait for the commit.
+        s.send({ t: 'hb', ack: f.rid });
         return this.commands.ack(s, f);
       case 'prog':
-        this.nudge(s, f.rid);
+        s.send({ t: 'hb', ack: f.rid });
         return this.commands.progress(s, f);
       case 'res':
-        // Every result is answered (rack, after its commit): that answer carries the TCP ACK.
-        this.nudges.delete(s);
         return this.commands.result(s, f);
       case 'state':
         return this.devices.answer(s.dev!, f);
