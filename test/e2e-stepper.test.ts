@@ -2,7 +2,7 @@
 // WebSocket → simulated slide running the built firmware file. A move is done when the encoder
 // says so, and a stall is reported as a stall.
 import { afterEach, describe, expect, it } from 'vitest';
-import { enginesUnderTest, rebootTest } from './helpers/engines.js';
+import { enginesUnderTest, rebootTest, scenario } from './helpers/engines.js';
 import { readFileSync } from 'node:fs';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BoardDef } from '@proofrig/protocol';
@@ -33,7 +33,7 @@ const sc = (r: CallToolResult) => r.structuredContent as unknown as CommandStatu
 
 describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   describe('a move ends completed only when the encoder agrees', () => {
-    it('a move to 150 mm ends completed with evidence encoder and a measured position within tolerance', async () => {
+    scenario(engine, 'move150')('a move to 150 mm ends completed with evidence encoder and a measured position within tolerance', async () => {
       e = await homed(engine);
       const { first, final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 });
       expect(first).toMatchObject({ executed: false, terminal: false });
@@ -131,7 +131,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   });
 
   describe('retries and reboots', () => {
-    it('a repeated request_id of a move does not move the slide twice', async () => {
+    scenario(engine, 'repeatedMove')('a repeated request_id of a move does not move the slide twice', async () => {
       e = await homed(engine);
       const rig = e.running.rigs.get(DEV)!;
       const a = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 30, request_id: 'move-30' });
