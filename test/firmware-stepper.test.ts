@@ -343,7 +343,10 @@ describe('firmware stepper: stepper.move', () => {
     b.rig.send(b.s, move('m1', 15));
     const res = results(runTo(b, 'm1'))[0];
     expect(res).toMatchObject({ st: 'failed', code: 'NO_FEEDBACK', ev: 'encoder', ver: false });
-    expect(res.msg).toBe('x: encoder counted 0 while 3000 steps (15 mm) were issued; check the encoder wiring; position unknown');
+    expect(res.msg).toBe(
+      'x: encoder counted 0 while 3000 steps (15 mm) were issued; check the encoder wiring; position unknown; the encoder counted 0 mm for 15 mm of steps: home the axis before moving it again',
+    );
+    expect(res.s.axes[0].homed).toBe(false);
   });
 
   it('fails POSITION_ERROR when the encoder counts short of the target', () => {
@@ -352,7 +355,8 @@ describe('firmware stepper: stepper.move', () => {
     b.rig.send(b.s, move('m1', 40));
     const res = results(runTo(b, 'm1'))[0];
     expect(res).toMatchObject({ st: 'failed', code: 'POSITION_ERROR', ev: 'encoder', ver: false });
-    expect(res.msg).toBe('x at 20.00 mm, target 40 mm: off by 20.00 mm (tolerance 0.2)');
+    expect(res.msg).toBe('x at 20.00 mm, target 40 mm: off by 20.00 mm (tolerance 0.2); the encoder counted 20 mm for 40 mm of steps: home the axis before moving it again');
+    expect(res.s.axes[0].homed).toBe(false);
     expect(res.s.axes[0]).toMatchObject({ pos: 20 });
     expect(Math.abs(res.s.axes[0].cmd - 40)).toBeLessThan(0.05);
   });
@@ -363,7 +367,7 @@ describe('firmware stepper: stepper.move', () => {
     b.rig.send(b.s, move('m1', 40));
     const off = results(runTo(b, 'm1'))[0];
     expect(off).toMatchObject({ st: 'failed', code: 'POSITION_ERROR', ev: 'encoder', ver: false });
-    expect(off.msg).toBe('x at 39.60 mm, target 40 mm: off by 0.40 mm (tolerance 0.2)');
+    expect(off.msg).toBe('x at 39.60 mm, target 40 mm: off by 0.40 mm (tolerance 0.2); the encoder counted 39.6 mm for 40 mm of steps: home the axis before moving it again');
     const c = homed();
     c.slide.ratio = 0.996;
     c.rig.send(c.s, move('m2', 40));
@@ -430,6 +434,23 @@ describe('firmware stepper: stepper.move', () => {
     b.slide.run(1000);
     expect(recv(b.rig, b.s)).toEqual([first]);
     expect(b.rig.trace.slice(n).filter((t) => t !== 'tx')).toEqual([]);
+  });
+
+  it('an encoder that stops counting mid-move, then a limit ending it: the axis is homed no more and the next move is refused NOT_HOMED (chaos seed 59)', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 200));
+    recv(b.rig, b.s);
+    b.slide.until(30);
+    b.slide.ratio = 0; // the encoder stops counting while the steps go on
+    b.slide.run(1000);
+    b.rig.input(LIMIT, 0);
+    const [res] = results(recv(b.rig, b.s));
+    expect(res).toMatchObject({ rid: 'm1', st: 'failed', code: 'LIMIT_HIT' });
+    expect(res.msg).toMatch(/; the encoder counted 3\d\.\d+ mm for \d+(\.\d+)? mm of steps: home the axis before moving it again$/);
+    expect(res.s.axes[0].homed).toBe(false);
+    b.rig.input(LIMIT, 1);
+    b.rig.send(b.s, move('m2', 10));
+    expect(results(recv(b.rig, b.s))[0]).toMatchObject({ rid: 'm2', st: 'rejected', code: 'NOT_HOMED' });
   });
 
   it('fails LIMIT_HIT when the max limit closes on the way up, stopping at once', () => {

@@ -161,7 +161,11 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       connect: fabric.connector(dev),
     });
     rig.on('write', (pin: number) => checker.actuation(dev, 'write ' + pin));
-    rig.on('motion', (what: string, axis: string) => what === 'start' && checker.actuation(dev, 'motion ' + axis));
+    rig.on('motion', (what: 'start' | 'stop', axis: string) => {
+      checker.motion(dev, what, axis);
+      if (what === 'start') checker.actuation(dev, 'motion ' + axis);
+    });
+    rig.on('contact', (ch: number, closed: boolean) => checker.contact(dev, ch, closed));
     rig.on('boot', (gen: number) => {
       checker.booted(dev, gen);
       note(`${dev} boot ${gen}`);

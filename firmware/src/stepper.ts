@@ -120,11 +120,28 @@ function halt(i: number): void {
   IV[i] = undefined;
 }
 
-/** Report the command on axis i and free the axis. */
+/**
+ * Report the command on axis i and free the axis. A move or homing that did not complete while its
+ * encoder and its steps disagree by more than the tolerance leaves the position unknown: missed steps
+ * (the encoder is right) look the same as an encoder that stopped counting for part of the move (it
+ * is wrong by everything the carriage travelled meanwhile, and later moves would "complete" by that
+ * count at the wrong place: chaos seeds 59 and 61). A homed axis is homed no more (NOT_HOMED until
+ * stepper.home), and the result says so.
+ */
 function end(i: number, st: 'completed' | 'failed' | 'cancelled', ev: 'encoder' | 'aux_contact', ver: boolean, code: ErrorCode | undefined, msg: string): void {
   const slot = SLOT[i];
+  const m = MODE[i];
   SLOT[i] = -1;
   MODE[i] = IDLE;
+  if (st !== 'completed' && (m === MOVE || m === HOME || m === SETTLE || m >= CANCEL)) {
+    const s = AX[i];
+    const enc = Math.abs(CNT[i] - C0[i]) / s.encoder.counts_per_mm;
+    const stp = SD[i] / s.steps_per_mm;
+    if (HOMED[i] && Math.abs(stp - enc) > s.tolerance_mm) {
+      HOMED[i] = false;
+      msg += '; the encoder counted ' + r2(enc) + ' mm for ' + r2(stp) + ' mm of steps: home the axis before moving it again';
+    }
+  }
   done(slot, st, ev, ver, code, msg);
 }
 
@@ -405,9 +422,7 @@ function makers(i: number): void {
     tick(i);
   };
   SETL[i] = function () {
-    if (MODE[i] !== SETTLE) return;
-    MODE[i] = IDLE;
-    verdict(i);
+    if (MODE[i] === SETTLE) verdict(i); // end() frees the axis
   };
   const s = AX[i];
   const e = s.encoder;
