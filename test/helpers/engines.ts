@@ -36,27 +36,3 @@ export const BOOT_ID_REPEATS_ON_ESPRUINO = false;
 export function rebootTest(engine: Engine): typeof it | typeof it.fails {
   return engine === 'espruino' && BOOT_ID_REPEATS_ON_ESPRUINO ? it.fails : it;
 }
-
-/**
- * Scenarios that do not pass on the Espruino engine yet, and the measured reason. They still run
- * on the vm engine; on the Espruino engine they are skipped by name, visibly, until the cause is
- * fixed. Cause (measured on this 2-core machine, Espruino 2v29 Linux build): the pin shim hands
- * the firmware its encoder edges one watch callback per line from a TCP channel, and the
- * interpreter falls behind the slide's ~750 edges/s, so when the firmware judges a move it has
- * counted fewer edges than the carriage made (a stall at 70 mm was reported at 45.6 mm, missed
- * steps at 67 mm). This is the simulator's delivery, not the firmware's verdict code (the same
- * firmware file passes these scenarios on the vm engine), but until edges arrive in time the
- * interpreter cannot show it.
- */
-export const ESPRUINO_PENDING: Record<string, string> = {
-  move150: 'encoder edges reach the firmware late through the pin shim',
-  stall70: 'encoder edges reach the firmware late through the pin shim',
-  missedSteps: 'encoder edges reach the firmware late through the pin shim',
-  stopDevice: 'encoder edges reach the firmware late through the pin shim',
-  repeatedMove: 'encoder edges reach the firmware late through the pin shim',
-};
-
-/** `it`, or `it.skip` on the Espruino engine for a scenario listed in ESPRUINO_PENDING. */
-export function scenario(engine: Engine, key: keyof typeof ESPRUINO_PENDING): typeof it | typeof it.skip {
-  return engine === 'espruino' && ESPRUINO_PENDING[key] ? it.skip : it;
-}
