@@ -140,7 +140,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       return emit(ev, ...args);
     };
     // Crash points between journal writes and their commit (the group commit of a turn's device frames).
-    const journal = h.journal as unknown as { settle(): void; pending: boolean };
+    const journal = h.journal as unknown as { settle(): unknown; pending: boolean };
     const settle = journal.settle.bind(journal);
     journal.settle = () => {
       if (commitCrashArmed > 0 && host === h && journal.pending && rnd() < 0.3) {
@@ -149,7 +149,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
         crash('before the group commit');
         throw new HostCrash('host crashed before committing');
       }
-      settle();
+      return settle();
     };
     host = h;
     note('host start');
