@@ -371,6 +371,20 @@ describe('firmware link', () => {
     expect(rig.open().length).toBe(1);
   });
 
+  it('frames it refuses are no sign of life: a host whose every frame is refused is reconnected after hb × 3 (chaos seed 92)', () => {
+    const { rig, s } = boot(1000);
+    rig.advance(2000);
+    rig.send(s, { t: 'hb' }); // accepted: the last sign of life
+    for (let k = 0; k < 5; k++) {
+      rig.advance(500);
+      rig.sendRaw(s, JSON.stringify({ t: 'hb' })); // unsealed: refused, as a frame after a lost one is
+    }
+    rig.advance(499);
+    expect(s.ended).toBe(false);
+    rig.advance(1);
+    expect(s.ended).toBe(true);
+  });
+
   it('backs off 250 ms doubling to 10 s with ±20 % jitter, and resets after ok', () => {
     const rig = loadFirmware(config, file);
     for (let k = 0; k < 9; k++) {

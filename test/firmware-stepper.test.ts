@@ -336,6 +336,7 @@ describe('firmware stepper: stepper.move', () => {
     const res = results(runTo(b, 'm1'))[0];
     expect(res).toMatchObject({ st: 'failed', code: 'NO_FEEDBACK', ev: 'encoder', ver: false });
     expect(res.msg).toBe('x: encoder counted 0 while 3000 steps (15 mm) were issued; check the encoder wiring; position unknown');
+    expect(res.s.axes[0].homed).toBe(false); // the next move needs a home first
   });
 
   it('fails POSITION_ERROR when the encoder counts short of the target', () => {
@@ -345,6 +346,7 @@ describe('firmware stepper: stepper.move', () => {
     const res = results(runTo(b, 'm1'))[0];
     expect(res).toMatchObject({ st: 'failed', code: 'POSITION_ERROR', ev: 'encoder', ver: false });
     expect(res.msg).toBe('x at 20.00 mm, target 40 mm: off by 20.00 mm (tolerance 0.2)');
+    expect(res.s.axes[0].homed).toBe(true); // the encoder kept counting (slipping steps): the position is known
     expect(res.s.axes[0]).toMatchObject({ pos: 20 });
     expect(Math.abs(res.s.axes[0].cmd - 40)).toBeLessThan(0.05);
   });
@@ -422,6 +424,36 @@ describe('firmware stepper: stepper.move', () => {
     b.slide.run(1000);
     expect(recv(b.rig, b.s)).toEqual([first]);
     expect(b.rig.trace.slice(n).filter((t) => t !== 'tx')).toEqual([]);
+  });
+
+  it('an encoder that stops counting mid-move, then a limit ending it: the axis is homed no more and the next move is refused NOT_HOMED (chaos seed 59)', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 200));
+    recv(b.rig, b.s);
+    b.slide.until(30);
+    b.slide.ratio = 0; // the encoder stops counting while the steps go on
+    b.slide.run(1000);
+    b.rig.input(LIMIT, 0);
+    const [res] = results(recv(b.rig, b.s));
+    expect(res).toMatchObject({ rid: 'm1', st: 'failed', code: 'LIMIT_HIT' });
+    expect(res.msg).toMatch(/; the encoder stopped counting for 1 mm of steps or more: position unknown, home the axis before moving it again$/);
+    expect(res.s.axes[0].homed).toBe(false);
+    b.rig.input(LIMIT, 1);
+    b.rig.send(b.s, move('m2', 10));
+    expect(results(recv(b.rig, b.s))[0]).toMatchObject({ rid: 'm2', st: 'rejected', code: 'NOT_HOMED' });
+  });
+
+  it('an encoder that stops counting for a stretch and comes back: the move fails POSITION_ERROR and the axis is homed no more (chaos seed 61)', () => {
+    const b = homed();
+    b.rig.send(b.s, move('m1', 60));
+    recv(b.rig, b.s);
+    b.slide.ratio = 0; // dead for the first stretch of steps
+    b.slide.run(1000);
+    b.slide.ratio = 1;
+    const [res] = results(runTo(b, 'm1'));
+    expect(res).toMatchObject({ rid: 'm1', st: 'failed', code: 'POSITION_ERROR' });
+    expect(res.msg).toMatch(/position unknown, home the axis before moving it again$/);
+    expect(res.s.axes[0].homed).toBe(false);
   });
 
   it('fails LIMIT_HIT when the max limit closes on the way up, stopping at once', () => {

@@ -546,6 +546,27 @@ describe('after the deadline the host asks the device before deciding', () => {
     expect(d.of('cmd')).toHaveLength(1);
   });
 
+  it('a device that reconnects just before the grace runs out, its answer still on the way, is asked once more and its result counts (chaos seed 39)', async () => {
+    const { d, s, rid } = await pastDeadline(true);
+    clock.advance(700); // the query goes unanswered: the offline grace (5 s) starts
+    await flush();
+    d.link.close('frames lost');
+    clock.advance(4990);
+    await flush();
+    const back = await online(); // its reconnect's query about the command is not answered before the grace ends
+    const asked = back.of('q').filter((q) => q.rid === rid).length;
+    clock.advance(20);
+    await flush();
+    expect(core.status(s.command_id)!.terminal).toBe(false);
+    const again = back.of('q').filter((q) => q.rid === rid);
+    expect(again.length).toBe(asked + 1);
+    const st = { ...back.state(true), up: 60_000 }; // same boot: up since before the command was sent
+    back.send({ t: 'state', q: again.at(-1)!.q, s: st, rid, rst: 'done' });
+    back.send({ t: 'res', rid, st: 'completed', ev: 'aux_contact', ver: true, s: st, ms: 25 });
+    await flush();
+    expect(core.status(s.command_id)!).toMatchObject({ state: 'completed', verified: true });
+  });
+
   it('a device that comes back within the grace is asked again and its result counts', async () => {
     const d = await online();
     const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });

@@ -35,6 +35,8 @@ interface DeviceResult {
 const CLAIMS_NOT_EXECUTED = /not executed|nothing reached the device|nothing was sent|never received it/;
 
 const MOTION = new Set(['stepper.move', 'stepper.home']);
+/** A result first sent later than this after the device made it waited in the outbox (a link down, Nagle at most ~40 ms). */
+const HELD_MS = 50;
 
 export class Checker {
   violations: Violation[] = [];
@@ -102,6 +104,40 @@ export class Checker {
 
   booted(dev: string, gen: number): void {
     this.gens.set(dev, gen);
+    this.bootAt.set(dev + ':' + gen, this.clock.now());
+    // The models are new with each boot: note where the hardware stands now.
+    const rig = this.rig(dev);
+    const board = rig.board as BoardDef;
+    for (const r of board.relays) this.contact(dev, r.ch, rig.relay(r.ch).contactClosed);
+    for (const a of board.steppers ?? []) this.record('axis:' + dev + ':' + a.axis, rig.axis(a.axis).stepping ? null : rig.axis(a.axis).pos);
+  }
+
+  /** A relay contact closed or opened (the rig's ground truth). */
+  contact(dev: string, ch: number, closed: boolean): void {
+    this.record('relay:' + dev + ':' + ch, closed);
+  }
+
+  /** An axis started or stopped moving (the rig's ground truth): its position while still, null while moving. */
+  motion(dev: string, what: 'start' | 'stop', axis: string): void {
+    this.record('axis:' + dev + ':' + axis, what === 'start' ? null : this.rig(dev).axis(axis).pos);
+  }
+
+  private record(key: string, v: boolean | number | null): void {
+    const h = this.history.get(key) ?? [];
+    this.history.set(key, h);
+    h.push({ t: this.clock.now(), v });
+  }
+
+  /** The recorded ground truth at time t (undefined: nothing recorded by then). */
+  private historyAt(key: string, t: number): boolean | number | null | undefined {
+    const h = this.history.get(key);
+    if (!h) return undefined;
+    let v: boolean | number | null | undefined;
+    for (const e of h) {
+      if (e.t > t) break;
+      v = e.v;
+    }
+    return v;
   }
 
   powerLoss(dev: string): void {
@@ -127,6 +163,11 @@ export class Checker {
     if (n > 1) this.violation('no request_id moves hardware twice', this.name(dev, d.rid), `execution #${n} of the same request_id on the hardware (boot gen ${this.gens.get(dev)})`);
     this.onActuation?.(dev);
   }
+
+  /** Clock time of each boot (dev:gen): a result's `s.up` then says when the device decided it. */
+  private bootAt = new Map<string, number>();
+  /** Relay contacts and axis positions over time, for results the device decided while its link was down. */
+  private history = new Map<string, { t: number; v: boolean | number | null }[]>();
 
   /** Boot ids each device presented in hello, with the boot generation that sent it. */
   private bootIds = new Map<string, Map<string, number>>();
@@ -154,10 +195,16 @@ export class Checker {
       const k = this.key(dev, f.rid);
       const list = this.results.get(k) ?? [];
       const gen = this.gens.get(dev) ?? 0;
-      // The moment that counts is when the device decided (first sent) it; later sends replay it.
+      // The moment that counts is when the device decided it: its first send, unless the link was down
+      // then and the result waited in the outbox (its state snapshot's uptime says when it was made).
+      // Later sends replay it.
       if (!list.some((r) => r.gen === gen && r.st === f.st)) {
-        const at = f.st === 'completed' ? this.atTarget(dev, f.rid, String(f.ev)) : { ok: null, why: '' };
-        list.push({ st: String(f.st), gen, at: this.clock.now(), atTarget: at.ok, why: at.why });
+        const up = (f.s as { up?: unknown } | undefined)?.up;
+        const boot = this.bootAt.get(dev + ':' + gen);
+        const decided = typeof up === 'number' && boot !== undefined ? boot + up : this.clock.now();
+        const held = this.clock.now() - decided > HELD_MS;
+        const at = f.st === 'completed' ? this.atTarget(dev, f.rid, String(f.ev), held ? decided : undefined) : { ok: null, why: '' };
+        list.push({ st: String(f.st), gen, at: decided, atTarget: at.ok, why: at.why });
       }
       this.results.set(k, list);
       const t = this.timeouts.get(k);
@@ -172,12 +219,32 @@ export class Checker {
     }
   }
 
-  /** Is the hardware at the target, as far as the evidence the device claims can see? */
-  private atTarget(dev: string, rid: string, ev: string): { ok: boolean | null; why: string } {
+  /**
+   * Is the hardware at the target, as far as the evidence the device claims can see? Now, or at time
+   * `at` in the past from the recorded history (null when the history cannot say).
+   */
+  private atTarget(dev: string, rid: string, ev: string, at?: number): { ok: boolean | null; why: string } {
     const s = this.subs.get(this.key(dev, rid));
     if (!s) return { ok: null, why: '' };
     const rig = this.rig(dev);
     const board = rig.board as BoardDef;
+    if (at !== undefined) {
+      const when = ` when the device decided it (t=${at}, sent from its outbox later)`;
+      if (s.action === 'relay.set') {
+        if (ev === 'pin_readback') return { ok: null, why: '' };
+        const closed = this.historyAt('relay:' + dev + ':' + String(s.args.ch), at);
+        if (typeof closed !== 'boolean') return { ok: null, why: '' };
+        return { ok: closed === s.args.on, why: `relay ${String(s.args.ch)} contact ${closed ? 'closed' : 'open'}${when}, commanded on=${String(s.args.on)} (evidence ${ev})` };
+      }
+      if (MOTION.has(s.action)) {
+        const ax = board.steppers!.find((a) => a.axis === s.args.axis)!;
+        const pos = this.historyAt('axis:' + dev + ':' + ax.axis, at);
+        if (typeof pos !== 'number') return { ok: null, why: '' };
+        const target = s.action === 'stepper.home' ? 0 : Number(s.args.mm);
+        return { ok: Math.abs(pos - target) <= ax.tolerance_mm + 0.05, why: `axis ${ax.axis} at ${pos.toFixed(3)} mm${when}, target ${target} mm (tolerance ${ax.tolerance_mm})` };
+      }
+      return { ok: null, why: '' };
+    }
     if (s.action === 'relay.set') {
       const r = rig.relay(Number(s.args.ch));
       // pin_readback sees the MCU pin, not the coil or contact (the board says so): check what it claims to see.

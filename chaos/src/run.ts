@@ -24,6 +24,11 @@ export interface ChaosOptions {
   minutes: number;
   /** Keep the whole event trace (replay tests compare it). */
   trace?: boolean;
+  /**
+   * Nastier host crashes: also between a device frame's journal writes and their group commit, and a
+   * crash never commits what was pending (the default closes the journal cleanly, which commits it).
+   */
+  nastier?: boolean;
 }
 
 export interface RunResult {
@@ -86,6 +91,8 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
   let host: HostCore | undefined;
   let hostClock: ReturnType<typeof scopedClock> | undefined;
   let crashArmed = 0;
+  /** Crashes armed to strike between a device frame's journal writes and their group commit. */
+  let commitCrashArmed = 0;
   const rigs: { dev: string; board: BoardDef; rig: SimRig; secret: string }[] = [];
   const checker = new Checker(clock, (dev) => rigs.find((r) => r.dev === dev)!.rig, () => host);
 
@@ -106,8 +113,12 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     note(`host crash (${why})`);
     checker.hostCrashed();
     hostClock!.kill();
+    // --nastier: a dead process commits nothing more. The database under the journal is closed
+    // without the group commit Journal.close() makes, so this turn's writes that were not committed
+    // yet are lost (SQLite rolls the open transaction back), as they would be.
     try {
-      host.journal.close();
+      if (o.nastier) (host.journal as unknown as { db: { close(): void } }).db.close();
+      else host.journal.close();
     } catch {
       /* already closed */
     }
@@ -127,6 +138,18 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     h.commands.emit = (ev: string | symbol, ...args: unknown[]) => {
       if (typeof ev === 'string' && ev.startsWith('change:')) checker.hostChange(args[0] as CommandStatus);
       return emit(ev, ...args);
+    };
+    // Crash points between journal writes and their commit (the group commit of a turn's device frames).
+    const journal = h.journal as unknown as { settle(): unknown; pending: boolean };
+    const settle = journal.settle.bind(journal);
+    journal.settle = () => {
+      if (commitCrashArmed > 0 && host === h && journal.pending && rnd() < 0.3) {
+        commitCrashArmed--;
+        count('host_crash_before_commit');
+        crash('before the group commit');
+        throw new HostCrash('host crashed before committing');
+      }
+      return settle();
     };
     host = h;
     note('host start');
@@ -162,7 +185,11 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       connect: fabric.connector(dev),
     });
     rig.on('write', (pin: number) => checker.actuation(dev, 'write ' + pin));
-    rig.on('motion', (what: string, axis: string) => what === 'start' && checker.actuation(dev, 'motion ' + axis));
+    rig.on('motion', (what: 'start' | 'stop', axis: string) => {
+      checker.motion(dev, what, axis);
+      if (what === 'start') checker.actuation(dev, 'motion ' + axis);
+    });
+    rig.on('contact', (ch: number, closed: boolean) => checker.contact(dev, ch, closed));
     rig.on('boot', (gen: number) => {
       checker.booted(dev, gen);
       note(`${dev} boot ${gen}`);
@@ -225,9 +252,12 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       r.rig.powerLoss(50 + Math.floor(rnd() * 3000), { loseLastStorageWrite: true });
     } else if (k < 0.45) {
       crash('scheduled');
-    } else if (k < 0.55) {
+    } else if (k < (o.nastier ? 0.5 : 0.55)) {
       crashArmed++;
       count('host_crash_armed');
+    } else if (k < 0.55) {
+      commitCrashArmed++;
+      count('host_crash_before_commit_armed');
     } else if (k < 0.8) {
       hardwareFault(r);
     }
@@ -355,6 +385,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     bootFaults = false;
     fabric.faults = calm;
     crashArmed = 0;
+    commitCrashArmed = 0;
     if (!host) startHost();
     for (const r of rigs) r.rig.setFault(r.board.steppers?.length ? r.board.steppers[0].axis : 'relay1', null);
     note('settle');

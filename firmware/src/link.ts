@@ -9,7 +9,7 @@ import {
   authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, LIVENESS_MISSES, MAC_BYTES, macInput, PROTOCOL_VERSION,
   parseToDevice, clip, seal, SEAL_TAIL, sessionKeyMessage, unseal, withCounter,
 } from '@proofrig/protocol';
-import { wsClose, wsInit, wsIsOpen, wsOpen, wsRxAt, wsSend } from './ws';
+import { wsClose, wsCtlAt, wsInit, wsIsOpen, wsOpen, wsSend } from './ws';
 import type { HmacKey } from './sha256';
 import { hmac, hmacKey, same, toHex } from './sha256';
 import { utf8Dec, utf8Enc } from './utf8';
@@ -34,6 +34,13 @@ let txN = 0;
 let rxN = 0;
 /** Frames refused on this connection (bad seal, MAC or counter). */
 let bad = 0;
+/**
+ * When the last frame from the host was accepted. Liveness counts only these: one lost frame puts the
+ * counters out of step for good, and a link whose every frame is refused must be reconnected, not
+ * kept alive by the refusals (chaos seed 92: a host heartbeat lost on the wire left the device
+ * refusing every command for minutes while both sides kept the connection).
+ */
+let okAt = 0;
 let hb = 0;
 let backoff = BACKOFF_MIN;
 let onFrame: (f: ToDeviceFrame) => void;
@@ -123,7 +130,7 @@ function handshakeTimeout(): void {
 
 function livenessCheck(): void {
   lvT = undefined;
-  const idle = nowMs() - wsRxAt();
+  const idle = nowMs() - Math.max(okAt, wsCtlAt());
   const lim = hb * LIVENESS_MISSES;
   if (idle >= lim) down('nothing from the host for ' + Math.round(idle) + ' ms', false);
   else lvT = setTimeout(livenessCheck, lim - idle);
@@ -147,6 +154,7 @@ function opened(): void {
 function welcomed(period: number): void {
   FK = hmacKey(hmac(secretKey(), utf8Enc(sessionKeyMessage(C.dev, boot, cn, sn))));
   txN = rxN = bad = 0;
+  okAt = nowMs();
   ph = 3;
   backoff = BACKOFF_MIN;
   hb = period;
@@ -185,6 +193,7 @@ function dispatch(s: string): void {
     const why = unsealFail(s);
     if (why) return refused(why);
     rxN++;
+    okAt = nowMs();
     s = s.substr(0, s.length - SEAL_TAIL) + '}';
   }
   s = utf8Dec(s);

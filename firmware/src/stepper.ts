@@ -20,6 +20,8 @@ export const PROG_MS = 250;
 /** Slowest step rate while moving, so a move always finishes (the protocol refuses speeds below it). */
 export const MIN_HZ = MIN_STEP_HZ;
 
+/** Steps (in mm) without a single encoder count that mean the encoder, not the carriage, stopped. */
+const ENC_GAP_MM = 1;
 const IDLE = 0;
 const MOVE = 1;
 const HOME = 2;
@@ -58,6 +60,12 @@ const V: number[] = [];
 const TGT: number[] = [];
 /** Commanded position when SD was last zeroed, mm: cmd = CP + DIR × SD / steps_per_mm. */
 const CP: number[] = [];
+/** Encoder count and SD at the last tick, and SD at the last tick that saw the count change. */
+const LC: number[] = [];
+const LS: number[] = [];
+const LE: number[] = [];
+/** The encoder came back after this move's steps ran on without a single count for a while (ENC_GAP_MM). */
+const BACK: boolean[] = [];
 const IV: (TimerId | undefined)[] = [];
 /** analogWrite options, one object per axis, retuned in place. */
 const PO: { freq: number }[] = [];
@@ -120,11 +128,28 @@ function halt(i: number): void {
   IV[i] = undefined;
 }
 
-/** Report the command on axis i and free the axis. */
+/**
+ * Report the command on axis i and free the axis. An encoder that stopped counting while the steps
+ * ran on (ENC_GAP_MM without a count) loses the position: everything the carriage travelled meanwhile
+ * is missing from the count, and later moves would "complete" by it at the wrong place (chaos seeds
+ * 59 and 61). Unless the move ended in a stall (steps against a stop count nothing either) and the
+ * encoder never came back, a homed axis is homed no more (NOT_HOMED until stepper.home) and the
+ * result says so. Missed steps still count (the encoder is right) and keep the axis homed.
+ */
 function end(i: number, st: 'completed' | 'failed' | 'cancelled', ev: 'encoder' | 'aux_contact', ver: boolean, code: ErrorCode | undefined, msg: string): void {
   const slot = SLOT[i];
+  const m = MODE[i];
   SLOT[i] = -1;
   MODE[i] = IDLE;
+  if (HOMED[i] && st !== 'completed' && m !== IDLE) {
+    const s = AX[i];
+    counted(i);
+    const gap = SD[i] - LE[i] >= ENC_GAP_MM * s.steps_per_mm && code !== 'MOTOR_STALL';
+    if (BACK[i] || gap) {
+      HOMED[i] = false;
+      if (code !== 'NO_FEEDBACK') msg += '; the encoder stopped counting for ' + ENC_GAP_MM + ' mm of steps or more: position unknown, home the axis before moving it again';
+    }
+  }
   done(slot, st, ev, ver, code, msg);
 }
 
@@ -207,11 +232,26 @@ function outside(i: number): boolean {
   return DIR[i] > 0 ? p > lim.max_mm + tol : p < lim.min_mm - tol;
 }
 
+/**
+ * At a tick (and at the end): if the encoder counted since the last tick, the steps issued over the
+ * ticks before that saw no count at all (LS - LE) are a stretch it was dead for; a long one marks the
+ * move (BACK). Steps and counts are compared tick by tick, so a late tick cannot look like a gap.
+ */
+function counted(i: number): void {
+  if (CNT[i] !== LC[i]) {
+    if (LS[i] - LE[i] >= ENC_GAP_MM * AX[i].steps_per_mm) BACK[i] = true;
+    LC[i] = CNT[i];
+    LE[i] = SD[i];
+  }
+  LS[i] = SD[i];
+}
+
 function tick(i: number): void {
   const s = AX[i];
   const t = getTime();
   SD[i] += HZ[i] * (t - TL[i]);
   TL[i] = t;
+  counted(i);
   // The watches act at the edge; this catches an edge Espruino could not watch or dropped.
   if (closed(s.driver.fault)) return fault(i);
   if (MODE[i] === HOME ? closed(s.home) : closed(DIR[i] > 0 ? s.limit_max : s.home)) return limit(i, MODE[i] !== HOME && DIR[i] > 0);
@@ -261,6 +301,9 @@ function start(i: number, dir: number, steps: number, v: number, mode: number): 
   V[i] = v;
   C0[i] = CNT[i];
   CP[i] = pos(i);
+  LC[i] = CNT[i];
+  LS[i] = LE[i] = 0;
+  BACK[i] = false;
   T0[i] = TL[i] = TP[i] = getTime();
   setHz(i, MIN_HZ);
   IV[i] = setInterval(TICK[i], TICK_MS);
@@ -289,6 +332,9 @@ function moveRun(slot: number, p: Record<string, unknown>): void {
   C0[i] = CNT[i];
   CP[i] = pos(i);
   SD[i] = 0;
+  LC[i] = CNT[i];
+  LS[i] = LE[i] = 0;
+  BACK[i] = false;
   if (!steps) return verdict(i);
   if (faultFirst(i)) return;
   const dir = dist > 0 ? 1 : -1;
@@ -306,6 +352,10 @@ function homeRun(slot: number, p: Record<string, unknown>): void {
   SLOT[i] = slot;
   TGT[i] = s.travel.min_mm;
   MODE[i] = HOME;
+  SD[i] = 0;
+  LC[i] = CNT[i];
+  LS[i] = LE[i] = 0;
+  BACK[i] = false;
   if (closed(s.home)) return homed(i, 'already closed');
   if (faultFirst(i)) return;
   start(i, -1, Math.round((s.travel.max_mm - s.travel.min_mm + 10) * s.steps_per_mm), s.home_speed_mm_s, HOME);
@@ -405,9 +455,7 @@ function makers(i: number): void {
     tick(i);
   };
   SETL[i] = function () {
-    if (MODE[i] !== SETTLE) return;
-    MODE[i] = IDLE;
-    verdict(i);
+    if (MODE[i] === SETTLE) verdict(i); // end() frees the axis
   };
   const s = AX[i];
   const e = s.encoder;

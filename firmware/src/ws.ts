@@ -24,6 +24,8 @@ let inFrag = false;
 let url: WsUrl | null = null;
 /** When bytes last arrived from the server (any frame, control frames included). */
 let rxAt = 0;
+/** When a ping or pong last arrived: a sign of life that carries no sealed frame. */
+let ctlAt = 0;
 const F: WsFrame = { fin: true, op: 0, d: '' };
 
 let onOpen: () => void;
@@ -98,6 +100,11 @@ export function wsRxAt(): number {
   return rxAt;
 }
 
+/** Time (ms) a ping or pong last arrived. */
+export function wsCtlAt(): number {
+  return ctlAt;
+}
+
 export function wsIsOpen(): boolean {
   return st === 3;
 }
@@ -135,7 +142,10 @@ function frames(s: EspSocket): void {
         inFrag = false;
         onText(m);
       }
-    } else if (op === OP_PING) ctl(OP_PONG, F.d);
+    } else if (op === OP_PING) {
+      ctlAt = nowMs();
+      ctl(OP_PONG, F.d);
+    } else if (op === OP_PONG) ctlAt = nowMs();
     else if (op === OP_CLOSE) return dead('server closed the WebSocket', F.d.length >= 2 ? (F.d.charCodeAt(0) << 8) | F.d.charCodeAt(1) : 1000);
   }
 }

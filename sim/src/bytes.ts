@@ -42,6 +42,30 @@ export function latin1(bytes: readonly number[]): string {
   return s;
 }
 
+/** Only characters 0-255: the string is its own bytes. */
+const BYTE_STRING = /^[\x00-\xff]*$/;
+
+/** latin1(bytesOf(args)) without the array of numbers for the common cases: one byte string or one byte buffer. */
+export function latin1Of(args: readonly unknown[]): string {
+  if (args.length === 1) {
+    const v = args[0];
+    if (typeof v === 'string' && BYTE_STRING.test(v)) return v;
+    const t = tag(v);
+    if (t === 'ArrayBuffer') return Buffer.from(v as ArrayBuffer).toString('latin1');
+    if (t === 'Uint8Array') {
+      const a = v as Uint8Array;
+      return Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('latin1');
+    }
+  }
+  return latin1(bytesOf(args));
+}
+
+/** The bytes of one value as bytesOf([v]) sees them, as a Buffer (no array of numbers for a byte string). */
+export function bufferOf(v: unknown): Buffer {
+  if (typeof v === 'string' && BYTE_STRING.test(v)) return Buffer.from(v, 'latin1');
+  return Buffer.from(bytesOf([v]));
+}
+
 /** Standard CRC-32 (IEEE, reflected, init and xor-out 0xFFFFFFFF) as Espruino's E.CRC32: an unsigned number. */
 export function crc32(bytes: readonly number[]): number {
   let crc = 0xffffffff;

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import vm from 'node:vm';
 import type { Boot } from './boot.js';
-import { atobLatin1, btoaLatin1, bytesOf, crc32, latin1 } from './bytes.js';
+import { atobLatin1, btoaLatin1, bufferOf, bytesOf, crc32, latin1Of } from './bytes.js';
 import { formatArgs, formatValue } from './format.js';
 import { ESP32_PINS, isValidPin, PIN_MODES, type Gpio, type Level, type PinMode } from './gpio.js';
 import type { SimLink } from './link.js';
@@ -285,7 +285,7 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
   const E = realm.obj({
     hwRand: fn(() => rand()),
     CRC32: fn((data: unknown) => crc32(bytesOf([data]))),
-    toString: fn((...args: unknown[]) => latin1(bytesOf(args))),
+    toString: fn((...args: unknown[]) => latin1Of(args)),
     toUint8Array: fn((...args: unknown[]) => new C.Uint8Array(bytesOf(args))),
     toArrayBuffer: fn((s: unknown) => new C.Uint8Array(bytesOf([String(s)])).buffer),
     reboot: fn(() => deps.reboot('E.reboot()')),
@@ -351,7 +351,7 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
     crypto: () =>
       realm.obj({
         SHA256: fn((m: unknown) => {
-          const d = createHash('sha256').update(Uint8Array.from(bytesOf([m]))).digest();
+          const d = createHash('sha256').update(bufferOf(m)).digest();
           return new C.Uint8Array(d).buffer;
         }),
       }),

@@ -53,7 +53,7 @@ export function valueVars(v: unknown, seen: WeakSet<object>, budget: { n: number
 }
 
 let session: Session | undefined;
-/** Host-side array the inspector pushes the closures' scope objects into. */
+/** Where the inspector finds the two arrays once, to learn their ids. */
 const HOLD = Symbol.for('proofrig.sim.memory.hold');
 const ROOTS = Symbol.for('proofrig.sim.memory.roots');
 
@@ -84,42 +84,57 @@ interface PropertyDescriptor {
   value?: RemoteObject;
 }
 
-/** The variables of every closure scope the given functions hold, each scope once (by its variable names). */
-function closureScopes(fns: Function[]): object[] {
-  const g = globalThis as unknown as Record<symbol, unknown>;
-  const hold: object[] = [];
-  g[HOLD] = hold;
-  g[ROOTS] = fns;
+/**
+ * The innermost closure (or block) scope of the first pending callback that has one: the bundle's
+ * module state when that callback is a top-level function of the bundle. The inspector hands each
+ * scope over as a mirror `{description, object}`; the earlier walk pushed every scope and kept one
+ * per key set, and since every mirror has the same two keys it kept only this first one. Stopping
+ * there prices exactly the same and saves most of the inspector round trips (a chaos run asked for
+ * an estimate every 10 s of clock per rig and spent ~10 % of its time here).
+ */
+function firstClosureScope(fns: Function[]): object | undefined {
+  const k = keep();
+  k.roots.push(...fns);
   const group = 'proofrig-memory';
   try {
-    const roots = post<{ result: RemoteObject }>('Runtime.evaluate', { expression: `globalThis[Symbol.for('proofrig.sim.memory.roots')]`, objectGroup: group }).result;
-    const holdId = post<{ result: RemoteObject }>('Runtime.evaluate', { expression: `globalThis[Symbol.for('proofrig.sim.memory.hold')]`, objectGroup: group }).result.objectId;
-    const items = post<{ result: PropertyDescriptor[] }>('Runtime.getProperties', { objectId: roots.objectId, ownProperties: true, objectGroup: group }).result;
+    const items = post<{ result: PropertyDescriptor[] }>('Runtime.getProperties', { objectId: k.rootsId, ownProperties: true, objectGroup: group }).result;
     for (const it of items) {
       if (it.value?.type !== 'function' || !it.value.objectId) continue;
       const fp = post<{ internalProperties?: PropertyDescriptor[] }>('Runtime.getProperties', { objectId: it.value.objectId, ownProperties: true, objectGroup: group });
       const scopes = fp.internalProperties?.find((p) => p.name === '[[Scopes]]')?.value?.objectId;
       if (!scopes) continue;
       const list = post<{ result: PropertyDescriptor[] }>('Runtime.getProperties', { objectId: scopes, ownProperties: true, objectGroup: group }).result;
-      for (const sc of list) {
-        const d = sc.value?.description ?? '';
-        if (!sc.value?.objectId || !/^(Closure|Block)/.test(d)) continue;
-        post('Runtime.callFunctionOn', { objectId: sc.value.objectId, functionDeclaration: 'function (h) { h.push(this); }', arguments: [{ objectId: holdId }], objectGroup: group });
-      }
+      const sc = list.find((x) => !!x.value?.objectId && /^(Closure|Block)/.test(x.value.description ?? ''));
+      if (!sc) continue;
+      post('Runtime.callFunctionOn', { objectId: sc.value!.objectId, functionDeclaration: 'function (h) { h.push(this); }', arguments: [{ objectId: k.holdId }], objectGroup: group });
+      return k.hold[0];
     }
-    // Each scope once: the bundle's functions all share its scope (compared by its variable names).
-    const seenScopes = new Set<string>();
-    return hold.filter((sc) => {
-      const key = Object.keys(sc).sort().join(',');
-      if (seenScopes.has(key)) return false;
-      seenScopes.add(key);
-      return true;
-    });
+    return undefined;
   } finally {
     post('Runtime.releaseObjectGroup', { objectGroup: group });
+    k.roots.length = 0;
+    k.hold.length = 0;
+  }
+}
+
+/** Two host-side arrays the inspector knows by id for the whole session (the roots handed in, the scope pushed out). */
+let kept: { roots: Function[]; hold: object[]; rootsId: string; holdId: string } | undefined;
+function keep(): NonNullable<typeof kept> {
+  if (kept) return kept;
+  const g = globalThis as unknown as Record<symbol, unknown>;
+  const roots: Function[] = [];
+  const hold: object[] = [];
+  g[ROOTS] = roots;
+  g[HOLD] = hold;
+  try {
+    const id = (sym: string) =>
+      post<{ result: RemoteObject }>('Runtime.evaluate', { expression: `globalThis[Symbol.for('${sym}')]`, objectGroup: 'proofrig-memory-kept' }).result.objectId!;
+    kept = { roots, hold, rootsId: id('proofrig.sim.memory.roots'), holdId: id('proofrig.sim.memory.hold') };
+  } finally {
     delete g[HOLD];
     delete g[ROOTS];
   }
+  return kept;
 }
 
 /** JsVars the firmware's code and Espruino's own objects take (no data). */
@@ -134,6 +149,7 @@ export function estimateUsage(sourceLength: number, global: object, held: unknow
   let n = codeVars(sourceLength) + valueVars(global, seen, budget);
   const fns = held.filter((x): x is Function => typeof x === 'function');
   for (const x of held) if (typeof x !== 'function') n += valueVars(x, seen, budget);
-  if (fns.length) for (const scope of closureScopes(fns)) n += valueVars(scope, seen, budget);
+  const scope = fns.length ? firstClosureScope(fns) : undefined;
+  if (scope) n += valueVars(scope, seen, budget);
   return n;
 }

@@ -449,7 +449,7 @@ export class SimRig extends EventEmitter {
       this.gpio.attach(sw.pin, { drive: () => (this.estopPressed ? activeLevel : ((1 - activeLevel) as 0 | 1)) });
     }
     for (const def of board.relays) {
-      const model = new RelayModel(def, this.gpio, this.clock, this.physicsRng);
+      const model = new RelayModel(def, this.gpio, this.clock, this.physicsRng, (ch, closed) => this.safeEmit('contact', ch, closed));
       const f = this.faults.get(def.ch);
       if (f) model.setFault(f);
       this.relays.set(def.ch, model);

@@ -72,6 +72,8 @@ export class Commands extends EventEmitter {
   private doneWaits = new Map<string, number>();
   /** Commands whose deadline was extended once because the device said it was still running them. */
   private runWaits = new Set<string>();
+  /** Commands whose offline grace ran out with their device back on a new connection: asked once more, not ended blind. */
+  private graceAsks = new Set<string>();
 
   constructor(
     private readonly journal: Journal,
@@ -548,16 +550,25 @@ export class Commands extends EventEmitter {
     const dev = c.device_id;
     if (this.waiting.has(id)) return;
     const grace = this.opts.offlineGraceMs;
+    const was = this.devices.session(dev);
     this.waiting.set(
       id,
       this.clock.setTimeout(() => {
         this.waiting.delete(id);
         const cur = this.journal.get(id);
-        if (cur && !isTerminal(cur.state))
-          this.finish(cur, 'timeout', {
-            code: 'TIMEOUT',
-            detail: `deadline passed and device ${dev} could not be asked for its real state for ${grace} ms more; the outcome is unknown`,
-          });
+        if (!cur || isTerminal(cur.state)) return;
+        // The device reconnected during the grace (its reconnect's query may still be on the way, or was
+        // lost): it can be asked now, so ask once more rather than end the command while it may hold the result.
+        const now = this.devices.session(dev);
+        if (now && now !== was && !this.graceAsks.has(id)) {
+          this.graceAsks.add(id);
+          void this.expire(id);
+          return;
+        }
+        this.finish(cur, 'timeout', {
+          code: 'TIMEOUT',
+          detail: `deadline passed and device ${dev} could not be asked for its real state for ${grace} ms more; the outcome is unknown`,
+        });
       }, grace),
     );
     c.updated_at = this.clock.now();
@@ -586,6 +597,7 @@ export class Commands extends EventEmitter {
     this.waiting.delete(c.command_id);
     this.doneWaits.delete(c.command_id);
     this.runWaits.delete(c.command_id);
+    this.graceAsks.delete(c.command_id);
     this.logTerminal(c);
     this.changed(c);
   }
