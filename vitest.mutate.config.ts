@@ -19,6 +19,7 @@ export default defineConfig({
   test: {
     include: [
       'test/host-core.test.ts',
+      'test/host-plan.test.ts',
       'test/protocol-*.test.ts',
       'test/mcp-tools.test.ts',
       'test/link-contract.test.ts',

@@ -12,8 +12,10 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // The scoped full runs' reports (stryker.scope.config.mjs: full-<scope>.json) merged with a
 // whole-path run's mutation.json when there is one; else the CI subset's (then the table says so).
 // A file measured by more than one report counts once, from the newest report.
+// --ci: only the CI subset's report (what .ci/run checks after `npm run mutate:ci`).
+const CI = process.argv.includes('--ci');
 const DIR = join(ROOT, 'reports/mutation');
-const fullReports = existsSync(DIR)
+const fullReports = CI ? [] : existsSync(DIR)
   ? readdirSync(DIR).filter((n) => n === 'mutation.json' || /^full-.*\.json$/.test(n)).map((n) => join(DIR, n))
   : [];
 const SUBSET = fullReports.length === 0;
@@ -54,7 +56,7 @@ if (merged) {
   }
 }
 let fwDate = null;
-if (existsSync(FIRMWARE)) {
+if (!CI && existsSync(FIRMWARE)) {
   const fw = JSON.parse(readFileSync(FIRMWARE, 'utf8'));
   fwDate = fw.date;
   rows.push({ name: 'firmware verdicts (fixed mutant list, rebuilt per mutant)', files: [...new Set(fw.results.map((r) => r.file))].join(', '), killed: fw.killed, total: fw.total, allowed: 0, score: fw.score });
@@ -79,5 +81,9 @@ if (process.argv.includes('--readme')) {
   const b = '<!-- mutation-scores:end -->';
   if (!s.includes(a) || !s.includes(b)) throw new Error('README.md lacks the mutation-scores markers');
   writeFileSync(p, s.slice(0, s.indexOf(a) + a.length) + '\n' + table + '\n' + s.slice(s.indexOf(b)));
+}
+if (rows.length === 0) {
+  console.log('No mutation report found in reports/mutation/.');
+  process.exitCode = 1;
 }
 if (rows.some((r) => r.score < MIN) || unexplained.length) process.exitCode = 1;
