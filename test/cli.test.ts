@@ -151,3 +151,21 @@ describe('proofrig serve refuses bad input before starting anything', () => {
     expect(r.stderr).toMatch(msg);
   });
 });
+
+describe('usage errors exit 2, as the README says (1 is a tool error)', () => {
+  it.each([
+    [['serve', '--bogus'], /unknown option '--bogus'/],
+    [['flash', '--baud', 'x'], /--baud must be an integer/],
+    [['nosuch'], /unknown command 'nosuch'/],
+    [['devices', 'list', '--bogus'], /unknown option '--bogus'/],
+  ])('%j', async (args, msg) => {
+    const r = await run(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(msg);
+  });
+
+  it('--version and --help are not errors: exit 0', async () => {
+    expect((await run(['--version'])).code).toBe(0);
+    expect((await run(['call', '--help'])).code).toBe(0);
+  });
+});

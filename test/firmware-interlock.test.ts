@@ -2,11 +2,10 @@
 // on-time auto-off, the e-stop latch, and the outbox keeping interlock events until the host's rack.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { buildFirmwareToTemp } from './helpers/firmware-build';
+import { describe, expect, it } from 'vitest';
+import { recvValidated, useBuiltFirmware } from './helpers/firmware-build';
 import type { BoardDef, RigConfig } from '@proofrig/protocol';
-import { parseToHost } from '@proofrig/protocol';
-import { loadFirmware, type FakeSocket, type Rig } from '../firmware/test/espruino-fake';
+import { loadFirmware, type Rig } from '../firmware/test/espruino-fake';
 
 const root = resolve(__dirname, '..');
 const relayBoard = JSON.parse(readFileSync(join(root, 'boards/relay-rig-4ch.json'), 'utf8')) as BoardDef;
@@ -19,20 +18,13 @@ const board: BoardDef = {
 const K3 = 21; // pin read-back only, settle 2 ms; active LOW
 const K1 = 23;
 const config = (b: BoardDef): RigConfig => ({ dev: 'rig-1', secret: '5e'.repeat(32), host: 'ws://10.0.0.2:8787/device', board: b });
-let file = '';
+const builtFirmware = useBuiltFirmware();
 
-beforeAll(async () => {
-  file = await buildFirmwareToTemp();
-}, 60000);
-
-function recv(rig: Rig, s: FakeSocket): Record<string, any>[] {
-  const fs = rig.recv(s);
-  for (const f of fs) expect(parseToHost(JSON.stringify(f)).ok, JSON.stringify(f)).toBe(true);
-  return fs;
-}
+/** Every frame the device sends must pass the host's validator. */
+const recv = recvValidated;
 
 function boot(b: BoardDef = board) {
-  const rig = loadFirmware(config(b), file);
+  const rig = loadFirmware(config(b), builtFirmware());
   rig.input(ESTOP, 0); // released: the NC contact holds it LOW
   const { s } = rig.connectUp(60000);
   return { rig, s };
@@ -149,7 +141,7 @@ describe('e-stop latch', () => {
   });
 
   it('an e-stop input already active at boot latches before any command; a board without one refuses estop.clear INVALID_ARGS', () => {
-    const rig = loadFirmware(config(board), file);
+    const rig = loadFirmware(config(board), builtFirmware());
     rig.input(ESTOP, 1);
     const { s } = rig.connectUp(60000);
     rig.send(s, relay('r1', 1, true));

@@ -4,11 +4,11 @@
 // checks what the firmware decides from them.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { buildFirmwareToTemp } from './helpers/firmware-build';
+import { describe, expect, it } from 'vitest';
+import { recvValidated, useBuiltFirmware } from './helpers/firmware-build';
 import type { BoardDef, RigConfig } from '@proofrig/protocol';
-import { moveDurationS, parseToHost } from '@proofrig/protocol';
-import { loadFirmware, type FakeSocket, type Rig } from '../firmware/test/espruino-fake';
+import { moveDurationS } from '@proofrig/protocol';
+import { loadFirmware, type Rig } from '../firmware/test/espruino-fake';
 import { MIN_HZ, PROG_MS, SETTLE_MS, STOP_SNAP_MS, TICK_MS } from '../firmware/src/stepper';
 
 const root = resolve(__dirname, '..');
@@ -26,18 +26,10 @@ const LIMIT = X.limit_max!.pin;
 const CPM = X.encoder.counts_per_mm;
 const SPM = X.steps_per_mm;
 const config = (b: BoardDef): RigConfig => ({ dev: 'slide-1', secret: '5e'.repeat(32), host: 'ws://10.0.0.2:8787/device', board: b });
-let file = '';
-
-beforeAll(async () => {
-  file = await buildFirmwareToTemp();
-}, 60000);
+const builtFirmware = useBuiltFirmware();
 
 /** Every frame the device sends must pass the host's validator. */
-function recv(rig: Rig, s: FakeSocket): Record<string, any>[] {
-  const fs = rig.recv(s);
-  for (const f of fs) expect(parseToHost(JSON.stringify(f)).ok, JSON.stringify(f)).toBe(true);
-  return fs;
-}
+const recv = recvValidated;
 
 /**
  * The test's stand-in for the mechanics: after every slice of time, the carriage moves by the
@@ -82,7 +74,7 @@ class Slide {
 }
 
 function boot(b: BoardDef = board) {
-  const rig = loadFirmware(config(b), file);
+  const rig = loadFirmware(config(b), builtFirmware());
   const { s } = rig.connectUp(60000);
   rig.input(FAULT, 1);
   rig.input(HOME, 1);

@@ -12,7 +12,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HOST_DIR, MAC_BYTES, macInput, parseToDevice, parseToHost, PROTOCOL_VERSION, seal, withCounter, type BoardDef } from '@proofrig/protocol';
 import { VirtualClock } from '@proofrig/protocol/clock';
-import { Fabric, SimRig, type FabricLink } from '@proofrig/sim';
+import { Fabric, SimRig } from '@proofrig/sim';
+import type { Link } from '@proofrig/protocol';
 import { mulberry32 } from '../sim/src/prng.js';
 import { HostCore } from '../host/src/core/host.js';
 import { FakeDevice, flush } from './helpers/fake-device.js';
@@ -60,7 +61,7 @@ function frames(seeds: object[], n: number, seed: number): string[] {
 }
 
 /** A relay rig on the fabric; `host` decides what the accepted link is attached to. */
-function rigOnFabric(host: (link: FabricLink) => void) {
+function rigOnFabric(host: (link: Link) => void) {
   const clock = new VirtualClock(0);
   const fabric = new Fabric({ clock, rng: mulberry32(7), accept: host });
   const rig = new SimRig({ firmwarePath: FIRMWARE, clock, seed: 7, config: { dev: 'rig1', secret: SECRET, host: 'ws://h:1/device', board }, connect: fabric.connector('rig1') });
@@ -88,7 +89,7 @@ function forged(body: object, n: number, dir: string): string {
 
 describe('fuzzing the firmware in the simulator', () => {
   it('before authentication: each bad frame is answered once with its specific error, then the rig drops that connection and dials again; nothing moves, no reboot', async () => {
-    const conns: { link: FabricLink; got: Record<string, unknown>[] }[] = [];
+    const conns: { link: Link; got: Record<string, unknown>[] }[] = [];
     const { clock, rig, writes } = rigOnFabric((l) => {
       const c = { link: l, got: [] as Record<string, unknown>[] };
       conns.push(c);

@@ -16,6 +16,7 @@ import {
   type LoggingMessageNotification,
 } from '@modelcontextprotocol/sdk/types.js';
 import { serve } from '../host/src/serve.js';
+import { rememberedProgress } from '../host/src/mcp/progress.js';
 import type { CommandStatus } from '../host/src/core/commands.js';
 import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
 import { mkdtempSync } from 'node:fs';
@@ -94,6 +95,16 @@ describe('wait_ms and progress on action tools', () => {
     expect(seen.at(-1)).toBe(100);
     for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThan(seen[i - 1]);
   }, 40000);
+  it('progress followed by a call that gave up before the end is forgotten once the command ends', async () => {
+    const seen: number[] = [];
+    const r = (await e.client.callTool({ name: 'stepper_move', arguments: { device_id: SLIDE, axis: 'x', target_mm: 5, wait_ms: 300 } }, CallToolResultSchema, {
+      onprogress: (p) => seen.push(p.progress),
+    })) as CallToolResult;
+    expect(sc(r).terminal).toBe(false);
+    expect(rememberedProgress()).toBeGreaterThan(0);
+    await until(() => e.running.core.commands.status(sc(r).command_id)!.terminal, 20000, 'the move ends');
+    expect(rememberedProgress()).toBe(0);
+  }, 30000);
 });
 
 describe('list_commands finds a lost command_id', () => {

@@ -8,7 +8,8 @@ import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import type { BoardDef } from '@proofrig/protocol';
 import { VirtualClock } from '@proofrig/protocol/clock';
-import { Fabric, SimRig, type FabricLink } from '@proofrig/sim';
+import { Fabric, SimRig } from '@proofrig/sim';
+import type { Link } from '@proofrig/protocol';
 import { mulberry32 } from '../sim/src/prng.js';
 import { nameVars, stringVars, valueVars } from '../sim/src/memory.js';
 import { HostCore } from '../host/src/core/host.js';
@@ -28,7 +29,7 @@ interface Mem {
 async function rigWithHost() {
   const clock = new VirtualClock(0);
   const got: string[] = [];
-  let link: FabricLink | undefined;
+  let link: Link | undefined;
   const holder: { core?: HostCore } = {};
   const fabric = new Fabric({
     clock,
@@ -158,7 +159,7 @@ describe('a frame the device cannot afford is refused before it is parsed', () =
 
   it('before authentication: the same frame is refused the same way and the device stays up', async () => {
     const clock = new VirtualClock(0);
-    let link: FabricLink | undefined;
+    let link: Link | undefined;
     const got: string[] = [];
     const fabric = new Fabric({
       clock,

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import type { BoardDef } from '@proofrig/protocol';
 import { isTerminal } from '@proofrig/protocol';
 import { VirtualClock, type Clock, type TimerHandle } from '@proofrig/protocol/clock';
-import { Fabric, SimRig, type FabricEvent, type FabricFaults, type FabricLink } from '@proofrig/sim';
+import { Fabric, SimRig, type FabricEvent, type FabricFaults } from '@proofrig/sim';
+import type { Link } from '@proofrig/protocol';
 import { mulberry32 } from '../../sim/src/prng.js';
 import { HostCore } from '../../host/src/core/host.js';
 import type { CommandStatus } from '../../host/src/core/commands.js';
@@ -130,7 +131,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     host = h;
     note('host start');
     fabric.hostUp = true;
-    fabric.accept = (link: FabricLink) => {
+    fabric.accept = (link: Link) => {
       const hl = host;
       if (!hl) return link.close('host down');
       const send = link.send.bind(link);

@@ -72,7 +72,12 @@ export function buildCli(verbs?: Verbs): Command {
   const program = new Command('proofrig')
     .description('Drive relay/stepper rigs through ESP32 devices and report only what the hardware confirmed.')
     .version(VERSION, '-V, --version', 'print the proofrig version')
-    .showHelpAfterError();
+    .showHelpAfterError()
+    // Commander would exit 1 on a usage error; the README promises 2 (1 is a tool error). Its
+    // message and the help are already printed when this runs; subcommands inherit it.
+    .exitOverride((err) => {
+      process.exit(err.exitCode === 0 ? 0 : 2);
+    });
 
   program
     .command('serve')

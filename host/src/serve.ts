@@ -7,7 +7,7 @@ import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdi
 import type { Clock } from '@proofrig/protocol/clock';
 import { HostCore } from './core/host.js';
 import { newSecret } from './core/ids.js';
-import { startHttpHost, type HttpHost } from './mcp/http.js';
+import { startHttpHost, type HttpHost, type HttpOptions } from './mcp/http.js';
 import { createMcpServer, type McpOptions } from './mcp/tools.js';
 import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { lockJournal } from './journal-lock.js';
@@ -22,23 +22,16 @@ export interface SimSpec {
   deviceId?: string;
 }
 
-export interface ServeOptions {
+/** The MCP-over-HTTP limits `serve` passes through unchanged (documented on HttpOptions). */
+type HttpLimits = Pick<HttpOptions, 'allowRemoteMcp' | 'allowedHosts' | 'allowedOrigins' | 'sessionIdleMs' | 'maxSessions' | 'maxConnections' | 'maxConnectionsPerAddress'>;
+
+export interface ServeOptions extends HttpLimits {
   db: string;
   /** Port for MCP over HTTP and the device gateway (0 = any free port). */
   port: number;
   listenHost?: string;
-  /** Serve MCP to other machines too (they need the token, which travels in clear over http). */
-  allowRemoteMcp?: boolean;
   /** Require a bearer token on /mcp (default true). false = --no-auth, loopback only. */
   auth?: boolean;
-  /** Extra Host header names / Origins MCP accepts (--allowed-host, --allowed-origin). */
-  allowedHosts?: string[];
-  allowedOrigins?: string[];
-  /** MCP session idle expiry and cap, connection caps (see HttpOptions). */
-  sessionIdleMs?: number;
-  maxSessions?: number;
-  maxConnections?: number;
-  maxConnectionsPerAddress?: number;
   stdio?: boolean;
   sims?: SimSpec[];
   faults?: string[];

@@ -13,3 +13,4 @@ export * from './check.js';
 export * from './to-device.js';
 export * from './to-host.js';
 export * from './config.js';
+export type { Link } from './link.js';

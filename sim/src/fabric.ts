@@ -10,19 +10,11 @@
 import { EventEmitter } from 'node:events';
 import type { Socket as NodeSocket } from 'node:net';
 import type { Clock } from '@proofrig/protocol/clock';
+import type { Link } from '@proofrig/protocol';
 import { OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, WS_MORE, wsDecode, wsEncode, type WsFrame } from '../../firmware/src/wscodec.js';
 import type { ConnectFn } from './net.js';
 import type { Rng } from './prng.js';
 
-/** The host core's Link seam (host/src/core/link.ts), structurally. */
-export interface FabricLink {
-  send(text: string): void;
-  close(reason?: string): void;
-  onmessage?: (text: string) => void;
-  onclose?: (reason: string) => void;
-  readonly remote: string;
-  readonly closed: boolean;
-}
 
 /** Per-message fault probabilities (0..1) and latency, each direction alike. */
 export interface FabricFaults {
@@ -51,7 +43,7 @@ export interface FabricOptions {
   rng: Rng;
   faults?: FabricFaults;
   /** A new connection finished its upgrade: the host adopts the link (HostCore.attach). */
-  accept?: (link: FabricLink, dev: string) => void;
+  accept?: (link: Link, dev: string) => void;
   /** Every fabric event, synchronously. */
   observe?: (e: FabricEvent) => void;
 }
@@ -60,7 +52,7 @@ export class Fabric {
   faults: FabricFaults;
   /** False while the host is down: connections are refused. */
   hostUp = true;
-  accept: ((link: FabricLink, dev: string) => void) | undefined;
+  accept: ((link: Link, dev: string) => void) | undefined;
   private conns = new Set<Conn>();
   private nextConn = 1;
 
@@ -198,7 +190,7 @@ class Conn {
   }
 }
 
-class HostLink implements FabricLink {
+class HostLink implements Link {
   onmessage?: (text: string) => void;
   onclose?: (reason: string) => void;
   closed = false;

@@ -28,4 +28,4 @@ export type { DropDirection } from './link.js';
 export { SOCKET_ERRORS, NET_CHUNK_SIZE } from './net.js';
 export { WIFI_CONNECT_MS } from './wifi.js';
 export type { Gpio, PinMode, PwmState, Level } from './gpio.js';
-export { Fabric, NO_FAULTS, type FabricFaults, type FabricEvent, type FabricLink, type FabricDirection } from './fabric.js';
+export { Fabric, NO_FAULTS, type FabricFaults, type FabricEvent, type FabricDirection } from './fabric.js';

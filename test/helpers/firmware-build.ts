@@ -4,6 +4,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'tsup';
+import { beforeAll, expect } from 'vitest';
+import { parseToHost } from '@proofrig/protocol';
+import type { FakeSocket, Rig } from '../../firmware/test/espruino-fake';
 
 export const ROOT = resolve(__dirname, '..', '..');
 
@@ -12,4 +15,23 @@ export async function buildFirmwareToTemp(): Promise<string> {
   const out = mkdtempSync(join(tmpdir(), 'proofrig-fw-'));
   await build({ config: join(ROOT, 'firmware/tsup.config.ts'), outDir: out, clean: false, silent: true });
   return join(out, 'proofrig.js');
+}
+
+/**
+ * For a test file that runs the built firmware in the vm fake: builds it once before the file's
+ * tests and returns a getter for its path.
+ */
+export function useBuiltFirmware(): () => string {
+  let file = '';
+  beforeAll(async () => {
+    file = await buildFirmwareToTemp();
+  }, 60000);
+  return () => file;
+}
+
+/** The frames the device sent on `s` since the last call, each checked by the host's validator. */
+export function recvValidated(rig: Rig, s: FakeSocket): Record<string, any>[] {
+  const fs = rig.recv(s);
+  for (const f of fs) expect(parseToHost(JSON.stringify(f)).ok, JSON.stringify(f)).toBe(true);
+  return fs;
 }

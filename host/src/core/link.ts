@@ -1,19 +1,8 @@
-// The one seam between the host core and a device connection. The WebSocket gateway and
-// the in-memory pair below implement it; the core never sees a socket.
+// The in-memory implementation of the Link seam (@proofrig/protocol): the core never sees a socket.
 
-export interface Link {
-  /** Queue one text frame for the peer. Silently dropped once the link is closed. */
-  send(text: string): void;
-  /** Close the link; `onclose` fires once, asynchronously. */
-  close(reason?: string): void;
-  /** Set by the owner: one text frame from the peer. */
-  onmessage?: (text: string) => void;
-  /** Set by the owner: fires once when either side closed or the transport died. */
-  onclose?: (reason: string) => void;
-  /** Where the peer is, for logs (e.g. "ws 127.0.0.1:53122", "memory"). */
-  readonly remote: string;
-  readonly closed: boolean;
-}
+import type { Link } from '@proofrig/protocol';
+
+export type { Link };
 
 class MemoryLink implements Link {
   onmessage?: (text: string) => void;
