@@ -20,6 +20,7 @@ export default defineConfig({
     include: [
       'test/host-core.test.ts',
       'test/host-plan.test.ts',
+      'test/host-devices.test.ts',
       'test/protocol-*.test.ts',
       'test/mcp-tools.test.ts',
       'test/link-contract.test.ts',
