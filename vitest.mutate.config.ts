@@ -21,6 +21,8 @@ export default defineConfig({
       'test/host-core.test.ts',
       'test/host-plan.test.ts',
       'test/host-devices.test.ts',
+      'test/host-device-events.test.ts',
+      'test/journal-retention.test.ts',
       'test/protocol-*.test.ts',
       'test/mcp-tools.test.ts',
       'test/link-contract.test.ts',
