@@ -21,6 +21,7 @@ export default defineConfig({
       'test/host-core.test.ts',
       'test/host-plan.test.ts',
       'test/host-devices.test.ts',
+      'test/host-journal.test.ts',
       'test/host-device-events.test.ts',
       'test/journal-retention.test.ts',
       'test/protocol-*.test.ts',
