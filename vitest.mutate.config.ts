@@ -19,6 +19,7 @@ export default defineConfig({
   test: {
     include: [
       'test/host-core.test.ts',
+      'test/host-commands.test.ts',
       'test/host-plan.test.ts',
       'test/host-devices.test.ts',
       'test/host-journal.test.ts',
