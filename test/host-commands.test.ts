@@ -82,3 +82,112 @@ describe('STATE_READ_REQUIRED', () => {
     expect((await core.submit({ device_id: 'slide', action: 'relay.set', args: { ch: 1, on: true } })).state).toBe('sent');
   });
 });
+
+describe('the status of a command, field by field, from sent to completed', () => {
+  it('relay.set on channel 1: deadline ceil(3·20 + 80 + 1.5·25) = 178 ms, estimate 20 + 25 ms, then the verified result', async () => {
+    const d = await online();
+    clock.advance(1000);
+    const iso = (t: number) => new Date(T0 + t).toISOString();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'lamp-on' });
+    const base = {
+      command_id: s.command_id,
+      request_id: 'lamp-on',
+      device_id: 'rig1',
+      action: 'relay.set',
+      args: { ch: 1, on: true },
+      error_code: null,
+      detail: null,
+      submitted_at: iso(1000),
+      deadline_ms: 178,
+      estimated_seconds: 0.045,
+      progress_pct: null,
+      position_mm: null,
+    };
+    const open = { ...base, terminal: false, accepted: false, executed: false, verified: false, evidence: null, terminal_at: null, device_state: null, device_state_observed_at: null, device_state_age_ms: null };
+    expect(s.command_id).toMatch(/^cmd_[A-Za-z0-9]{12}$/);
+    expect(s).toStrictEqual({ ...open, state: 'sent', elapsed_ms: 0, estimated_remaining_seconds: 0.045 });
+    await flush();
+    expect(d.of('cmd')).toEqual([{ t: 'cmd', rid: 'lamp-on', a: 'relay.set', p: { ch: 1, on: true } }]);
+
+    clock.advance(20);
+    d.send({ t: 'ack', rid: 'lamp-on', st: 'accepted' });
+    await flush();
+    expect(core.status(s.command_id)).toStrictEqual({ ...open, state: 'accepted', accepted: true, elapsed_ms: 20, estimated_remaining_seconds: 0.025 });
+    clock.advance(100);
+    expect(core.status(s.command_id)).toMatchObject({ elapsed_ms: 120, estimated_remaining_seconds: 0 });
+
+    const st = d.state(true);
+    d.send({ t: 'res', rid: 'lamp-on', st: 'completed', ev: 'aux_contact', ver: true, s: st, ms: 30 });
+    await flush();
+    clock.advance(500);
+    expect(core.status(s.command_id)).toStrictEqual({
+      ...base,
+      state: 'completed',
+      terminal: true,
+      accepted: true,
+      executed: true,
+      verified: true,
+      evidence: 'aux_contact',
+      terminal_at: iso(1120),
+      elapsed_ms: 120,
+      estimated_remaining_seconds: null,
+      device_state: st,
+      device_state_observed_at: iso(1120),
+      device_state_age_ms: 500,
+    });
+    expect(d.of('rack')).toEqual([{ t: 'rack', rid: 'lamp-on' }]);
+    expect(core.commands.history(s.command_id).map((e) => [e.at - T0, e.state])).toEqual([
+      [1000, 'submitted'],
+      [1000, 'sent'],
+      [1020, 'accepted'],
+      [1120, 'completed'],
+    ]);
+  });
+
+  it('an unverified result is executed but not verified; a refused one was neither accepted nor executed', async () => {
+    const d = await online();
+    const a = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 4, on: true } });
+    const b = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    const [ra, rb] = d.of('cmd').map((f) => f.rid);
+    d.send({ t: 'res', rid: ra, st: 'unverified', ev: 'none', ver: false, s: d.state(true), ms: 1 });
+    d.send({ t: 'res', rid: rb, st: 'rejected', ev: 'none', ver: false, code: 'BUSY', msg: 'ch 1 busy', s: d.state(), ms: 1 });
+    await flush();
+    expect(core.status(a.command_id)).toMatchObject({ state: 'unverified', accepted: true, executed: true, verified: false, evidence: 'none', error_code: null, detail: null });
+    expect(core.status(b.command_id)).toMatchObject({ state: 'rejected', accepted: false, executed: false, verified: false, error_code: 'BUSY', detail: 'ch 1 busy' });
+  });
+
+  it('progress and running: one history event per state change, not per progress frame', async () => {
+    const d = await online('slide', 'stepper-rig', [axisState(0)]);
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 100 } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    d.send({ t: 'ack', rid, st: 'running' });
+    d.send({ t: 'prog', rid, pct: 10, pos: 10 });
+    d.send({ t: 'prog', rid, pct: 20 });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'running', accepted: true, progress_pct: 20, position_mm: 10 });
+    d.send({ t: 'ack', rid, st: 'accepted' });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('running');
+    expect(core.commands.history(s.command_id).map((e) => e.state)).toEqual(['submitted', 'sent', 'running']);
+  });
+
+  it('a late result after a timeout is noted in the history and changes nothing; it is still acknowledged', async () => {
+    const d = await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    d.link.close();
+    await flush();
+    clock.advance(s.deadline_ms! + 5000 + 10);
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT' });
+    const d2 = await online();
+    d2.send({ t: 'res', rid, st: 'failed', ev: 'aux_contact', ver: false, code: 'NO_FEEDBACK', msg: 'contact open', s: d2.state(), ms: 5 });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT' });
+    expect(core.commands.history(s.command_id).at(-1)!.note).toBe('late result from device ignored: failed NO_FEEDBACK: contact open');
+    expect(d2.of('rack')).toEqual([{ t: 'rack', rid }]);
+  });
+});
