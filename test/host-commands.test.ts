@@ -191,3 +191,157 @@ describe('the status of a command, field by field, from sent to completed', () =
     expect(d2.of('rack')).toEqual([{ t: 'rack', rid }]);
   });
 });
+
+describe('past the deadline: the device is asked, and what it says decides (exact details and history notes)', () => {
+  /** An online relay device, a command on channel 1 sent to it (acknowledged if asked), the deadline passed. */
+  async function pastDeadline(ack = false) {
+    const d = await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    if (ack) d.send({ t: 'ack', rid: 'r1', st: 'accepted' });
+    await flush();
+    clock.advance(s.deadline_ms!);
+    await flush();
+    const query = () => d.of('q').filter((f) => f.rid === 'r1').at(-1)!;
+    const notes = () => core.commands.history(s.command_id).map((e) => e.note);
+    return { d, s, query, notes };
+  }
+
+  it('still running twice: one more window of the full deadline, then timeout', async () => {
+    const { d, s, query, notes } = await pastDeadline(true);
+    expect(query()).toMatchObject({ t: 'q', rid: 'r1' });
+    d.send({ t: 'state', q: query().q, s: d.state(), rid: 'r1', rst: 'running' });
+    await flush();
+    expect(notes().at(-1)).toBe('deadline passed with the device still running it; waiting 178 ms more once');
+    expect(core.status(s.command_id)!.deadline_ms).toBe(178 + 178);
+    clock.advance(178);
+    await flush();
+    d.send({ t: 'state', q: query().q, s: d.state(), rid: 'r1', rst: 'running' });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT', detail: 'deadline passed and device rig1 reports the command still running; the outcome is unknown' });
+  });
+
+  it('never received: re-sent once with the same request_id; unknown again ends timeout', async () => {
+    const { d, s, query, notes } = await pastDeadline();
+    d.send({ t: 'state', q: query().q, s: d.state(), rid: 'r1', rst: 'unknown' });
+    await flush();
+    expect(notes().slice(-2)).toEqual(['device never received it; re-sent once with the same request_id', 'deadline 178 ms']);
+    expect(d.of('cmd').map((f) => f.rid)).toEqual(['r1', 'r1']);
+    clock.advance(178);
+    await flush();
+    d.send({ t: 'state', q: query().q, s: d.state(), rid: 'r1', rst: 'unknown' });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({
+      state: 'timeout',
+      detail: 'deadline passed and device rig1 has no record of request r1 in its current boot; whether the hardware acted for it is unknown',
+    });
+    expect(d.of('cmd')).toHaveLength(2);
+  });
+
+  it('done but no result: asked three more times a round trip apart, then timeout', async () => {
+    const { d, s, query, notes } = await pastDeadline(true);
+    for (let i = 0; i < 4; i++) {
+      d.send({ t: 'state', q: query().q, s: d.state(), rid: 'r1', rst: 'done' });
+      await flush();
+      clock.advance(40);
+      await flush();
+    }
+    expect(notes().filter((n) => n === 'device says done after the deadline; waiting for its result frame')).toHaveLength(3);
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', detail: 'device rig1 says the command is done but its result never arrived; the outcome is unknown' });
+  });
+
+  it('no answer to the query: the offline grace, then timeout saying so', async () => {
+    const { s, notes } = await pastDeadline();
+    clock.advance(500);
+    await flush();
+    expect(notes().at(-1)).toBe('device did not answer a state query within 500 ms; waiting for it to reconnect');
+    clock.advance(4999);
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('sent');
+    clock.advance(1);
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', detail: 'deadline passed and device rig1 could not be asked for its real state for 5000 ms more; the outcome is unknown' });
+  });
+
+  it('offline at the deadline: waits for the device, noted', async () => {
+    const d = await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    d.link.close();
+    await flush();
+    clock.advance(s.deadline_ms!);
+    await flush();
+    expect(core.commands.history(s.command_id).at(-1)!.note).toBe('deadline passed while the device is offline; waiting for it to reconnect');
+  });
+
+  it('an uptime shorter than the time since sending: DEVICE_REBOOTED, whatever the boot id says', async () => {
+    const { d, s, query } = await pastDeadline(true);
+    d.send({ t: 'state', q: query().q, s: { ...d.state(), up: 100 }, rid: 'r1', rst: 'running' });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({
+      state: 'failed',
+      error_code: 'DEVICE_REBOOTED',
+      detail:
+        'device rig1 restarted after this command was sent although it reports the same boot id boot0001 (up 100 ms, sent 178 ms ago); whatever it did for this command was lost with that boot and the host cannot tell whether the hardware acted. Read the device state before retrying.',
+    });
+  });
+
+  it('a new boot id: DEVICE_REBOOTED naming both boots', async () => {
+    const d = await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    await flush();
+    d.link.close();
+    await flush();
+    const d2 = new FakeDevice(core, 'rig1', SECRET, 'boot0002');
+    await d2.connect();
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({
+      state: 'failed',
+      error_code: 'DEVICE_REBOOTED',
+      detail: 'device rig1 restarted (boot boot0001 → boot0002) while this command was in flight; its outcome was lost with the old boot and outputs are back in their power-on state. Read the device state before retrying.',
+    });
+  });
+});
+
+describe('cancel, wait, and a host restart', () => {
+  it('cancel: unknown, terminal, not a motion, and a motion on an offline device, each say so', async () => {
+    expect(core.commands.cancel('cmd_nope')).toBeUndefined();
+    const d = await online();
+    const relay = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    expect(core.commands.cancel(relay.command_id)).toMatchObject({ stop: null, reason: 'relay.set finishes in milliseconds on the device and cannot be recalled; wait for its result' });
+    await flush();
+    d.send({ t: 'res', rid: d.of('cmd')[0].rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 1 });
+    await flush();
+    expect(core.commands.cancel(relay.command_id)).toMatchObject({ target: { state: 'completed' }, stop: null, reason: 'already completed; nothing to cancel' });
+
+    const slide = await online('slide', 'stepper-rig', [axisState(0)]);
+    const move = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 100 } });
+    slide.link.close();
+    await flush();
+    const r = await core.commands.cancel(move.command_id)!;
+    expect(r.stop).toMatchObject({ action: 'stop', state: 'rejected', error_code: 'DEVICE_OFFLINE' });
+    expect(r.reason).toBe(r.stop!.detail);
+    expect(r.target.state).toBe('sent');
+  });
+
+  it('waitTerminal: at once for a terminal or unknown command or no wait; else on the change, at the time limit, or on abort', async () => {
+    const d = await online();
+    expect(await core.commands.waitTerminal('cmd_nope', 1000)).toBeUndefined();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    expect((await core.commands.waitTerminal(s.command_id, 0))!.state).toBe('sent');
+    const timed = core.commands.waitTerminal(s.command_id, 50);
+    clock.advance(50);
+    expect((await timed)!.state).toBe('sent');
+    const ac = new AbortController();
+    const aborted = core.commands.waitTerminal(s.command_id, 60_000, ac.signal);
+    ac.abort();
+    expect((await aborted)!.state).toBe('sent');
+    const done = core.commands.waitTerminal(s.command_id, 60_000);
+    await flush();
+    d.send({ t: 'ack', rid: d.of('cmd')[0].rid, st: 'accepted' });
+    await flush();
+    d.send({ t: 'res', rid: d.of('cmd')[0].rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 1 });
+    expect((await done)!.state).toBe('completed');
+    expect((await core.commands.waitTerminal(s.command_id, 60_000))!.state).toBe('completed');
+  });
+});
