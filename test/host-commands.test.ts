@@ -305,20 +305,20 @@ describe('past the deadline: the device is asked, and what it says decides (exac
 
 describe('cancel, wait, and a host restart', () => {
   it('cancel: unknown, terminal, not a motion, and a motion on an offline device, each say so', async () => {
-    expect(core.commands.cancel('cmd_nope')).toBeUndefined();
+    expect(await core.commands.cancel('cmd_nope')).toBeUndefined();
     const d = await online();
     const relay = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
-    expect(core.commands.cancel(relay.command_id)).toMatchObject({ stop: null, reason: 'relay.set finishes in milliseconds on the device and cannot be recalled; wait for its result' });
+    expect(await core.commands.cancel(relay.command_id)).toMatchObject({ stop: null, reason: 'relay.set finishes in milliseconds on the device and cannot be recalled; wait for its result' });
     await flush();
     d.send({ t: 'res', rid: d.of('cmd')[0].rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 1 });
     await flush();
-    expect(core.commands.cancel(relay.command_id)).toMatchObject({ target: { state: 'completed' }, stop: null, reason: 'already completed; nothing to cancel' });
+    expect(await core.commands.cancel(relay.command_id)).toMatchObject({ target: { state: 'completed' }, stop: null, reason: 'already completed; nothing to cancel' });
 
     const slide = await online('slide', 'stepper-rig', [axisState(0)]);
     const move = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 100 } });
     slide.link.close();
     await flush();
-    const r = await core.commands.cancel(move.command_id)!;
+    const r = (await core.commands.cancel(move.command_id))!;
     expect(r.stop).toMatchObject({ action: 'stop', state: 'rejected', error_code: 'DEVICE_OFFLINE' });
     expect(r.reason).toBe(r.stop!.detail);
     expect(r.target.state).toBe('sent');
