@@ -17,7 +17,8 @@ export default defineConfig({
     ],
   },
   test: {
-    include: [
+    // A scope may narrow this (stryker.scope.config.mjs sets MUTATE_TESTS).
+    include: process.env.MUTATE_TESTS ? process.env.MUTATE_TESTS.split(',') : [
       'test/host-core.test.ts',
       'test/host-commands.test.ts',
       'test/host-plan.test.ts',
