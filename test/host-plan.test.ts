@@ -43,6 +43,13 @@ describe('planAction: the deadline and the estimate of each action', () => {
     expect((planAction(stepper, 'stepper.move', { axis: 'x', mm: 100 }, RTT) as { estimatedMs: number }).estimatedMs).toBeCloseTo(200 + 6816.667 + 100, 2);
   });
 
+  it('the whole travel is max − min: the same 200 mm on an axis that runs from 50 to 250 mm', () => {
+    const ax = stepper.steppers![0];
+    const shifted: BoardDef = { ...stepper, steppers: [{ ...ax, travel: { min_mm: 50, max_mm: 250 } }] };
+    expect(planAction(shifted, 'stepper.move', { axis: 'x', mm: 100 }, RTT)).toMatchObject({ ok: true, deadlineMs: 11055 });
+    expect(planAction(shifted, 'stepper.home', { axis: 'x' }, RTT)).toMatchObject({ ok: true, deadlineMs: 30905 });
+  });
+
   it('stepper.home: the whole travel at the homing speed, 20.05 s + 100 ms → deadline 30905 ms', () => {
     expect(planAction(stepper, 'stepper.home', { axis: 'x' }, RTT, at('x', 10))).toStrictEqual({ ok: true, action: 'stepper.home', idempotent: true, always: false, deadlineMs: 30905, estimatedMs: 20350 });
   });
