@@ -105,8 +105,8 @@ describe('relay rig rows', () => {
 
   it('UNKNOWN_ACTION (retry: no): no tool sends one, the core refuses it, and asking again changes nothing', async () => {
     const writes = relayBoard.relays.map((r) => rig().writes(r.pin));
-    const a = e.running.core.submit({ device_id: RIG, action: 'relay.toggle', args: { ch: 1 } });
-    const b = e.running.core.submit({ device_id: RIG, action: 'relay.toggle', args: { ch: 1 } });
+    const a = await e.running.core.submit({ device_id: RIG, action: 'relay.toggle', args: { ch: 1 } });
+    const b = await e.running.core.submit({ device_id: RIG, action: 'relay.toggle', args: { ch: 1 } });
     for (const s of [a, b]) expect(s).toMatchObject({ state: 'rejected', error_code: 'UNKNOWN_ACTION', executed: false });
     expect(relayBoard.relays.map((r) => rig().writes(r.pin))).toEqual(writes);
   });

@@ -49,7 +49,7 @@ describe('a relay that settles in 2 ms is reported done in about that, not after
     await runFor(clock, 100); // the first state query and its answer
     const took: number[] = [];
     for (let i = 0; i < 8; i++) {
-      const c = running.core.submit({ device_id: RIG, action: 'relay.set', args: { ch: 3, on: i % 2 === 0 } });
+      const c = await running.core.submit({ device_id: RIG, action: 'relay.set', args: { ch: 3, on: i % 2 === 0 } });
       const ms = await runFor(clock, 500, () => running!.core.status(c.command_id)!.terminal);
       expect(running.core.status(c.command_id), JSON.stringify(running.core.status(c.command_id))).toMatchObject({ state: 'completed', evidence: 'pin_readback' });
       took.push(ms);

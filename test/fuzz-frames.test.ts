@@ -153,7 +153,7 @@ describe('fuzzing the firmware in the simulator', () => {
     const session = core.devices.session('rig1')!;
     expect(session).toBeDefined();
     const settle = async (rid: string) => {
-      const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: rid === 'first' }, request_id: rid });
+      const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: rid === 'first' }, request_id: rid });
       await run(clock, 2000, () => core.status(s.command_id)!.terminal);
       return s.command_id;
     };
@@ -225,7 +225,7 @@ describe('fuzzing the host session', () => {
     const session = core.devices.session('rig1')!;
     expect(session).toBeDefined();
     expect(d.key).toBeDefined();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'fz-1' });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'fz-1' });
     await flush();
     const before = JSON.stringify(core.journal.get(s.command_id));
     const state = JSON.stringify(core.devices.state('rig1'));

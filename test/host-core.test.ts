@@ -50,7 +50,7 @@ async function online(boot = 'boot0001') {
 /** Switch channel 1 on an online device, optionally let it acknowledge, and let the deadline pass. */
 async function pastDeadline(ack = false) {
   const d = await online();
-  const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+  const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
   await flush();
   const rid = d.of('cmd')[0].rid as string;
   if (ack) d.send({ t: 'ack', rid, st: 'accepted' });
@@ -103,7 +103,7 @@ describe('malformed and unknown frames (correctly sealed) are answered and chang
     [JSON.stringify({ t: 'teleport' }), 'UNKNOWN_FRAME', /unknown frame type "teleport"/],
   ])('%s → %s', async (text, code, msg) => {
     const d = await online();
-    const c = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    const c = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     await flush();
     d.send(text);
     await flush();
@@ -117,22 +117,22 @@ describe('malformed and unknown frames (correctly sealed) are answered and chang
 
 describe('commands are checked before anything is sent', () => {
   it('an offline device is rejected with DEVICE_OFFLINE at once and nothing is queued', async () => {
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     expect(s).toMatchObject({ state: 'rejected', terminal: true, error_code: 'DEVICE_OFFLINE', accepted: false, executed: false, verified: false });
     const d = await online();
     await flush();
     expect(d.of('cmd')).toHaveLength(0);
   });
 
-  it('an unknown device is rejected with DEVICE_OFFLINE and says so', () => {
-    const s = core.submit({ device_id: 'ghost', action: 'relay.set', args: { ch: 1, on: true } });
+  it('an unknown device is rejected with DEVICE_OFFLINE and says so', async () => {
+    const s = await core.submit({ device_id: 'ghost', action: 'relay.set', args: { ch: 1, on: true } });
     expect(s).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE' });
     expect(s.detail).toMatch(/no device "ghost"/);
   });
 
   it('a channel the board does not have is rejected with INVALID_ARGS naming the valid ones', async () => {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true } });
     expect(s).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
     expect(s.detail).toMatch(/valid channels: 1, 2, 3, 4/);
     await flush();
@@ -144,7 +144,7 @@ describe('after the handshake every device frame must be the next sealed one: th
   /** Online, one relay command sent; returns the device, the command and a completed result for it. */
   async function withCommand() {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     await flush();
     const rid = d.of('cmd')[0].rid as string;
     const res = { t: 'res', rid, st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 };
@@ -214,7 +214,7 @@ describe('after the handshake every device frame must be the next sealed one: th
 describe('the lifecycle follows the device', () => {
   it('sent → accepted → completed with the evidence and state the device reported, confirmed once', async () => {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     expect(s.state).toBe('sent');
     expect(s.deadline_ms).toBeGreaterThan(0);
     await flush();
@@ -233,7 +233,7 @@ describe('the lifecycle follows the device', () => {
 
   it('a result repeated after the command is terminal is confirmed again but changes nothing', async () => {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
     await flush();
     const rid = d.of('cmd')[0].rid;
     const res = { t: 'res', rid, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 2 };
@@ -248,8 +248,8 @@ describe('the lifecycle follows the device', () => {
 
   it('the same request_id returns the same command and is not sent again', async () => {
     const d = await online();
-    const a = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-42' });
-    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { on: true, ch: 1 }, request_id: 'agent-42' });
+    const a = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-42' });
+    const b = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { on: true, ch: 1 }, request_id: 'agent-42' });
     expect(b.command_id).toBe(a.command_id);
     await flush();
     expect(d.of('cmd')).toHaveLength(1);
@@ -257,8 +257,8 @@ describe('the lifecycle follows the device', () => {
 
   it('a request_id reused for different arguments is rejected, not merged', async () => {
     await online();
-    core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-43' });
-    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: false }, request_id: 'agent-43' });
+    await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-43' });
+    const b = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: false }, request_id: 'agent-43' });
     expect(b).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
     expect(b.detail).toMatch(/already used/);
   });
@@ -277,7 +277,7 @@ describe('completed is recorded only with verified evidence, whatever the valida
   ] as const) {
     it(`a "completed" with ${why} ends failed UNPROVEN_COMPLETION with the device's claim in the detail`, async () => {
       const d = await online();
-      const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+      const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
       await flush();
       lie(d, s.request_id, ev, ver);
       await flush();
@@ -307,7 +307,7 @@ describe('completed is recorded only with verified evidence, whatever the valida
 
   it('a claim without a message is quoted as it came, with nothing added', async () => {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     await flush();
     core.commands.result(core.devices.session('rig1')!, { t: 'res', rid: s.request_id, st: 'completed', ev: 'none', ver: true, s: d.state(true), ms: 3 } as ResultFrame);
     await flush();
@@ -316,7 +316,7 @@ describe('completed is recorded only with verified evidence, whatever the valida
 
   it('a proper completed that follows the refused claim changes nothing: the command stays failed, the late result is noted and confirmed', async () => {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     await flush();
     lie(d, s.request_id, 'none', true);
     await flush();
@@ -329,7 +329,7 @@ describe('completed is recorded only with verified evidence, whatever the valida
 
   it('a verified completed with evidence still completes (the guard refuses only the contradiction)', async () => {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
     await flush();
     core.commands.result(core.devices.session('rig1')!, { t: 'res', rid: s.request_id, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 3 });
     await flush();
@@ -338,7 +338,7 @@ describe('completed is recorded only with verified evidence, whatever the valida
 
   it('through the link, the validator answers such a frame MALFORMED_FRAME and the command is not completed', async () => {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     await flush();
     d.send({ t: 'res', rid: s.request_id, st: 'completed', ev: 'aux_contact', ver: false, s: d.state(true), ms: 3 });
     await flush();
@@ -359,7 +359,7 @@ describe('the status says exactly what the device reported', () => {
     // plain test names: Stryker's vitest runner selects tests by name
     it(`a ${res.st} result sets accepted, executed, verified, evidence and error code as reported, the message as detail, no position for a relay`, async () => {
       const d = await online();
-      const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+      const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
       await flush();
       d.send({ t: 'res', rid: s.request_id, ...res, msg: 'device says', s: d.state(true), ms: 3 });
       await flush();
@@ -369,7 +369,7 @@ describe('the status says exactly what the device reported', () => {
 
   it('a result without a message has detail null', async () => {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
     await flush();
     d.send({ t: 'res', rid: s.request_id, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 3 });
     await flush();
@@ -401,7 +401,7 @@ describe('the status says exactly what the device reported', () => {
     expect(core.commands.history(s.command_id).at(-1)).toMatchObject({ state: 'timeout', note: 'late result from device ignored: failed NO_FEEDBACK: stayed open' });
     expect(d.of('rack').at(-1)).toEqual({ t: 'rack', rid });
 
-    const c = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    const c = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
     await flush();
     const res = { t: 'res', rid: c.request_id, st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 3 };
     d.send(res);
@@ -416,9 +416,9 @@ describe('the status says exactly what the device reported', () => {
 describe('a retry after DEVICE_OFFLINE runs; a request_id that was sent still dedupes', () => {
   it('a request_id refused for another reason before sending (INVALID_ARGS) returns that refusal again, nothing new', async () => {
     const d = await online();
-    const a = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true }, request_id: 'agent-bad' });
+    const a = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true }, request_id: 'agent-bad' });
     expect(a).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
-    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true }, request_id: 'agent-bad' });
+    const b = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 7, on: true }, request_id: 'agent-bad' });
     expect(b.command_id).toBe(a.command_id);
     await flush();
     expect(d.of('cmd')).toHaveLength(0);
@@ -426,21 +426,21 @@ describe('a retry after DEVICE_OFFLINE runs; a request_id that was sent still de
 
   it('the same request_id for another action with the same arguments is refused, not merged', async () => {
     await online();
-    const a = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-act' });
-    const b = core.submit({ device_id: 'rig1', action: 'stop', args: { ch: 1, on: true }, request_id: 'agent-act' });
+    const a = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-act' });
+    const b = await core.submit({ device_id: 'rig1', action: 'stop', args: { ch: 1, on: true }, request_id: 'agent-act' });
     expect(b).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
     expect(b.command_id).not.toBe(a.command_id);
     expect(b.detail).toMatch(/^request_id agent-act was already used on rig1 for relay.set/);
   });
 
   it('the same request_id after DEVICE_OFFLINE is executed once the device is online, as a new command', async () => {
-    const first = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
+    const first = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
     expect(first).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE', request_id: 'agent-off' });
-    const still = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
+    const still = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
     expect(still).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE' });
     expect(still.command_id).not.toBe(first.command_id);
     const d = await online();
-    const retry = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
+    const retry = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
     expect(retry).toMatchObject({ state: 'sent', request_id: 'agent-off' });
     expect(retry.command_id).not.toBe(first.command_id);
     await flush();
@@ -451,7 +451,7 @@ describe('a retry after DEVICE_OFFLINE runs; a request_id that was sent still de
     d.send({ t: 'res', rid: 'agent-off', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 25 });
     await flush();
     expect(core.status(retry.command_id)!.state).toBe('completed');
-    const again = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
+    const again = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off' });
     expect(again).toMatchObject({ command_id: retry.command_id, state: 'completed' });
     await flush();
     expect(d.of('cmd')).toHaveLength(1);
@@ -459,19 +459,19 @@ describe('a retry after DEVICE_OFFLINE runs; a request_id that was sent still de
 
   it('a request_id that reached the device is not re-run even if the device is offline when it is repeated', async () => {
     const d = await online();
-    const a = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true }, request_id: 'agent-sent' });
+    const a = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true }, request_id: 'agent-sent' });
     await flush();
     d.link.close();
     await flush();
-    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true }, request_id: 'agent-sent' });
+    const b = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true }, request_id: 'agent-sent' });
     expect(b.command_id).toBe(a.command_id);
     expect(b.error_code).toBeNull();
   });
 
   it('after DEVICE_OFFLINE the same request_id with other arguments is still refused', async () => {
-    core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off2' });
+    await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-off2' });
     const d = await online();
-    const b = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: false }, request_id: 'agent-off2' });
+    const b = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: false }, request_id: 'agent-off2' });
     expect(b).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
     await flush();
     expect(d.of('cmd')).toHaveLength(0);
@@ -485,9 +485,9 @@ describe('a retry after DEVICE_OFFLINE runs; a request_id that was sent still de
     db.close();
     core = makeCore();
     core.provision('rig1', SECRET, board);
-    core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-old' });
+    await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-old' });
     await online();
-    expect(core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-old' }).state).toBe('sent');
+    expect((await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'agent-old' })).state).toBe('sent');
   });
 });
 
@@ -548,7 +548,7 @@ describe('after the deadline the host asks the device before deciding', () => {
 
   it('a device that comes back within the grace is asked again and its result counts', async () => {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     await flush();
     const rid = d.of('cmd')[0].rid;
     d.send({ t: 'ack', rid, st: 'accepted' });
@@ -569,7 +569,7 @@ describe('after the deadline the host asks the device before deciding', () => {
 describe('reboots and restarts', () => {
   it('a new boot id fails the in-flight command with DEVICE_REBOOTED', async () => {
     const d = await online('boot0001');
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true } });
     await flush();
     d.send({ t: 'ack', rid: d.of('cmd')[0].rid, st: 'accepted' });
     await flush();
@@ -593,7 +593,7 @@ describe('reboots and restarts', () => {
 
   it('a reboot that keeps its boot id (uptime shorter than the time since sending) fails DEVICE_REBOOTED and is never re-sent', async () => {
     const d = await online('boot0001');
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true } });
     await flush();
     const rid = d.of('cmd')[0].rid as string;
     clock.advance(5000);
@@ -607,7 +607,7 @@ describe('reboots and restarts', () => {
 
   it('a network blip (same boot, uptime covers the send) re-sends a command the device never received, with the same request_id', async () => {
     const d = await online('boot0001');
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true } });
     await flush();
     const rid = d.of('cmd')[0].rid as string;
     clock.advance(100);
@@ -620,7 +620,7 @@ describe('reboots and restarts', () => {
 
   it('after a host restart the journal still answers for earlier commands', async () => {
     const d = await online();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 4, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 4, on: true } });
     await flush();
     d.send({ t: 'res', rid: d.of('cmd')[0].rid, st: 'unverified', ev: 'none', ver: false, s: d.state(true), ms: 0 });
     await flush();
@@ -647,7 +647,7 @@ describe('motion commands', () => {
   it('a speed below the slowest step rate the firmware drives is refused INVALID_ARGS (no Infinity estimate, no clamped deadline)', async () => {
     await stepperOnline();
     for (const speed of [5e-324, 1e-5, 0.2]) {
-      const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 10, speed } });
+      const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 10, speed } });
       expect(s).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
       expect(s.detail).toMatch(/speed must be a number in \[0.25, 30\] mm\/s.*50 Hz/);
       expect(Number.isFinite(s.estimated_seconds)).toBe(true);
@@ -656,7 +656,7 @@ describe('motion commands', () => {
 
   it('a target outside travel is rejected before anything is sent', async () => {
     const d = await stepperOnline();
-    const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 250 } });
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 250 } });
     expect(s).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
     expect(s.detail).toMatch(/outside the travel of axis x: 0..200 mm/);
     await flush();
@@ -665,7 +665,7 @@ describe('motion commands', () => {
 
   it('the deadline covers the move duration from the motion profile', async () => {
     await stepperOnline();
-    const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
     // 150 mm at 30 mm/s with 200 mm/s² takes 5.15 s; ×1.5 plus link and processing terms
     expect(s.estimated_seconds).toBeGreaterThan(5.15);
     expect(s.deadline_ms!).toBeGreaterThan(5150 * 1.5);
@@ -673,7 +673,7 @@ describe('motion commands', () => {
 
   it('progress frames carry the measured position into the status', async () => {
     const d = await stepperOnline();
-    const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
     await flush();
     const rid = d.of('cmd')[0].rid;
     d.send({ t: 'ack', rid, st: 'accepted' });
@@ -684,7 +684,7 @@ describe('motion commands', () => {
 
   it("a result's position is the commanded axis's own, whatever other axes the state lists first", async () => {
     const d = await stepperOnline();
-    const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
     await flush();
     const rid = d.of('cmd')[0].rid;
     d.send({ t: 'res', rid, st: 'completed', ev: 'encoder', ver: true, s: { up: 2, relays: [], axes: [{ ...axisState(5), axis: 'y' }, axisState(150)] }, ms: 3600 });
@@ -694,7 +694,7 @@ describe('motion commands', () => {
 
   it('a failed move whose position the encoder verified is still not verified: verified means proven completed', async () => {
     const d = await stepperOnline();
-    const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
     await flush();
     const rid = d.of('cmd')[0].rid;
     d.send({ t: 'res', rid, st: 'failed', ev: 'encoder', ver: true, code: 'POSITION_ERROR', msg: 'x: stopped at 149.2 mm', s: { up: 2, relays: [], axes: [axisState(149.2)] }, ms: 3600 });
@@ -704,17 +704,17 @@ describe('motion commands', () => {
 
   it('after a stall the axis is refused STATE_READ_REQUIRED until its state is read from the device', async () => {
     const d = await stepperOnline();
-    const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
     await flush();
     const rid = d.of('cmd')[0].rid;
     d.send({ t: 'res', rid, st: 'failed', ev: 'encoder', ver: false, code: 'MOTOR_STALL', msg: 'x: driver FAULT at 70.02 mm', s: { up: 2, relays: [], axes: [axisState(70.02)] }, ms: 3600 });
     await flush();
     expect(core.status(s.command_id)).toMatchObject({ state: 'failed', error_code: 'MOTOR_STALL', position_mm: 70.02 });
-    const retry = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
+    const retry = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
     expect(retry).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED' });
     expect(retry.detail).toMatch(/MOTOR_STALL at 70.02 mm.*refresh=true/);
     // Asking again does not get round it: the refusal never reached the axis and is not its last motion.
-    expect(core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } })).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED' });
+    expect(await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } })).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED' });
     // Read the real state, then the axis may move again.
     const status = core.deviceStatus('slide', true);
     await flush();
@@ -722,19 +722,19 @@ describe('motion commands', () => {
     d.send({ t: 'state', q: q.q, s: { up: 3, relays: [], axes: [axisState(70.02)] } });
     await flush();
     expect((await status)!.source).toBe('device');
-    expect(core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 10 } }).state).toBe('sent');
+    expect((await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 10 } })).state).toBe('sent');
   });
 
   it('cancel of a running move sends stop for its axis; relay commands cannot be recalled', async () => {
     const d = await stepperOnline();
-    const s = core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
     await flush();
-    const r = core.commands.cancel(s.command_id)!;
+    const r = (await core.commands.cancel(s.command_id))!;
     expect(r.stop).toMatchObject({ action: 'stop', args: { axis: 'x' }, state: 'sent' });
     await flush();
     expect(d.of('cmd').map((c) => c.a)).toEqual(['stepper.move', 'stop']);
-    const relay = core.submit({ device_id: 'slide', action: 'relay.set', args: { ch: 1, on: true } });
-    const rr = core.commands.cancel(relay.command_id)!;
+    const relay = await core.submit({ device_id: 'slide', action: 'relay.set', args: { ch: 1, on: true } });
+    const rr = (await core.commands.cancel(relay.command_id))!;
     expect(rr.stop).toBeNull();
     expect(rr.reason).toMatch(/cannot be recalled/);
   });

@@ -106,7 +106,7 @@ describe('the host core survives hostile frames from a connection', () => {
   it('a result whose snapshot carries a 6,000-deep extra field is journaled without it; list_devices still answers', async () => {
     const d = new FakeDevice(core, 'rig1', SECRET, 'boot0001');
     await d.connect();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     await flush();
     const rid = d.of('cmd')[0].rid as string;
     d.send({ t: 'ack', rid, st: 'accepted' });

@@ -193,7 +193,7 @@ describe('the e-stop input latches every output off until an operator clears it'
     expect((await e.call('stop_device', { device_id: DEV_S })).structuredContent).toMatchObject({ state: 'completed' });
 
     const clear = async () => {
-      const s = core.submit({ device_id: DEV_S, action: 'estop.clear', args: {} });
+      const s = await core.submit({ device_id: DEV_S, action: 'estop.clear', args: {} });
       return (await core.waitTerminal(s.command_id, 3000))!;
     };
     expect(await clear()).toMatchObject({ state: 'rejected', error_code: 'ESTOP_ACTIVE' });

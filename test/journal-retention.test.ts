@@ -37,7 +37,7 @@ async function connect() {
 
 /** A relay command that the device completes. */
 async function completed(request_id?: string): Promise<string> {
-  const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true }, request_id });
+  const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true }, request_id });
   await flush();
   const rid = d.of('cmd').at(-1)!.rid as string;
   d.send({ t: 'ack', rid, st: 'accepted' });
@@ -72,7 +72,7 @@ describe('terminal commands older than the retention age are pruned on schedule'
 
   it('never prunes an open command, however old', async () => {
     await completed();
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
     await flush();
     const rid = d.of('cmd').at(-1)!.rid as string;
     d.send({ t: 'ack', rid, st: 'accepted' }); // accepted, never finished; the device stays online
@@ -128,7 +128,7 @@ describe('a pruned command is answered "pruned", never "unknown", and its reques
     clock.advance(31 * DAY);
     await flush();
     const sent = d.of('cmd').length;
-    const again = core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true }, request_id: 'my-key-1' });
+    const again = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true }, request_id: 'my-key-1' });
     await flush();
     expect(again).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
     expect(again.detail).toMatch(/pruned/);

@@ -18,7 +18,7 @@ import {
 import { serve } from '../host/src/serve.js';
 import { rememberedProgress } from '../host/src/mcp/progress.js';
 import type { CommandStatus } from '../host/src/core/commands.js';
-import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
+import { mcpTransport, RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -198,6 +198,22 @@ describe('prompts and completions', () => {
 });
 
 describe('logging', () => {
+  it('a session that never set a level hears no log notifications (another session\'s outcomes included)', async () => {
+    const quiet = new Client({ name: 'quiet', version: '1' });
+    const heard: unknown[] = [];
+    quiet.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard.push(n.params));
+    await quiet.connect(mcpTransport(e.running));
+    try {
+      const mine = sc(await quiet.callTool({ name: 'relay_set', arguments: { device_id: RIG, channel: 2, on: true, wait_ms: 5000 } }) as CallToolResult);
+      expect(mine.terminal).toBe(true);
+      expect(sc(await e.call('relay_set', { device_id: RIG, channel: 2, on: false, wait_ms: 5000 })).terminal).toBe(true);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(heard).toEqual([]);
+    } finally {
+      await quiet.close();
+    }
+  });
+
   it('terminal outcomes arrive as log notifications at the level the client set', async () => {
     const logs: LoggingMessageNotification['params'][] = [];
     e.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params));

@@ -48,7 +48,7 @@ describe('proofrig rigs', () => {
     const ids = ['bench-1', 'bench-2', 'bench-3'];
     await until(() => ids.every((id) => running!.core.devices.session(id) !== undefined), 10000, 'all rigs online');
     expect(stdout.join('')).toMatch(/^3 simulated rig\(s\)/);
-    const c = running!.core.submit({ device_id: 'bench-2', action: 'relay.set', args: { ch: 1, on: true } });
+    const c = await running!.core.submit({ device_id: 'bench-2', action: 'relay.set', args: { ch: 1, on: true } });
     await until(() => running!.core.status(c.command_id)!.terminal, 5000, 'terminal');
     expect(running!.core.status(c.command_id)).toMatchObject({ state: 'completed', evidence: 'aux_contact', verified: true });
   });

@@ -66,7 +66,7 @@ async function rigWithHost() {
   };
   const mem = (): Mem => JSON.parse(vm.runInContext('JSON.stringify(process.memory())', rig.context!)) as Mem;
   const run = async (rid: string, args: Record<string, unknown>) => {
-    const s = core.submit({ device_id: 'rig1', action: 'relay.set', args, request_id: rid });
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args, request_id: rid });
     for (let i = 0; i < 300 && !core.status(s.command_id)!.terminal; i++) {
       clock.advance(10);
       await flush(1);

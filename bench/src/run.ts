@@ -163,7 +163,7 @@ async function latency(rttP50: number, rttP99: number): Promise<void> {
     const viaMcp: number[] = [];
     for (let i = 0; i < N_LAT; i++) {
       const t = performance.now();
-      const c = h.running.core.submit({ device_id: 'lat-1', action: 'relay.set', args: { ch, on: i % 2 === 0 } });
+      const c = await h.running.core.submit({ device_id: 'lat-1', action: 'relay.set', args: { ch, on: i % 2 === 0 } });
       const s = await h.running.core.waitTerminal(c.command_id, 5000);
       if (!s?.terminal) throw new Error(`bench: channel ${ch} command not terminal`);
       core.push(performance.now() - t);
@@ -241,7 +241,7 @@ async function capacity(n: number): Promise<{ rate: number; cpuUs: number }> {
     devices.map(async (d) => {
       let on = true;
       while (Date.now() < end) {
-        const c = h.running.core.submit({ device_id: d.id, action: 'relay.set', args: { ch: 3, on } });
+        const c = await h.running.core.submit({ device_id: d.id, action: 'relay.set', args: { ch: 3, on } });
         const s = await h.running.core.waitTerminal(c.command_id, 5000);
         if (s?.state === 'completed') done++;
         else bad++;
@@ -320,7 +320,7 @@ async function endToEnd(n: number): Promise<number> {
     ids.map(async (id) => {
       let on = true;
       while (Date.now() < end) {
-        const c = h.running.core.submit({ device_id: id, action: 'relay.set', args: { ch: 3, on } });
+        const c = await h.running.core.submit({ device_id: id, action: 'relay.set', args: { ch: 3, on } });
         const s = await h.running.core.waitTerminal(c.command_id, 5000);
         if (s?.state === 'completed') done++;
         on = !on;
@@ -334,9 +334,24 @@ async function endToEnd(n: number): Promise<number> {
 }
 
 // ---- 4. the journal alone against raw better-sqlite3 inserts --------------------------------------
+//
+// Both sides run with the journal's own settings (read back from its connection: WAL, synchronous=FULL,
+// every commit fsynced) and get the same batching opportunity, measured twice:
+// - one at a time (batch size 1): the journal as the host drives it for a single device with one command
+//   in flight: submitted+sent commit before the cmd frame, then the ack and the result each in their own
+//   turn; the raw side commits every INSERT on its own. The rule (on disk before anyone is told) needs at
+//   least two commits per command here, so this ratio is bounded near 0.5× by construction.
+// - batched (B commands in flight, as at B devices): every commit of the journal holds B submits
+//   (submitted+sent) and the ack and result of the B commands before them, which is what one event-loop
+//   turn of the host holds in steady state; the raw side commits B INSERTs per transaction. One commit per
+//   B commands on both sides: the ratio is the journal's SQL work per command against one bare row.
+// The raw row is the smallest honest record of a command (ids, device, action, args, state, time).
 
-function journalBench(): { before: number; journal: number; raw: number; sync: string } {
-  const n = quick ? 500 : 1500;
+const JOURNAL_BATCH = 100;
+
+function journalBench(): { single: number; rawSingle: number; batched: number; rawBatched: number; sync: string } {
+  const n = quick ? 300 : 1000;
+  const rounds = quick ? 10 : 30;
   const jdb = tmpDb();
   const j = new Journal(jdb);
   const board = JSON.parse(readFileSync(RELAY_BOARD, 'utf8')) as BoardDef;
@@ -351,54 +366,82 @@ function journalBench(): { before: number; journal: number; raw: number; sync: s
   const sent = (c: CommandRecord, i: number) => Object.assign(c, { state: 'sent', boot_id: 'b', sends: 1, sent_at: i, deadline_at: i + 1000 });
   const done = (c: CommandRecord, i: number) =>
     Object.assign(c, { state: 'completed', executed: true, verified: true, evidence: 'pin_readback', terminal_at: i + 5, device_state: state, device_state_at: i + 5 });
-  // Before (the host until this change): submitted, sent, accepted, completed each its own commit.
-  let t = performance.now();
-  for (let i = 0; i < n; i++) {
-    const c = fresh(i);
-    j.insert(c);
-    j.update(sent(c, i), true, 'deadline 1000 ms');
-    const a = j.byRequest('dev', c.request_id)!;
-    Object.assign(a, { state: 'accepted', accepted: true });
-    j.update(a, true);
-    const r = j.byRequest('dev', c.request_id)!;
-    j.update(done(r, i), true);
-    j.get(c.command_id);
-  }
-  const before = n / ((performance.now() - t) / 1000);
-  // Now, as the host core does it for one command at a time: submitted+sent in one transaction, then the
-  // ack frame and the result frame each in their own turn (their own group commit).
-  t = performance.now();
-  for (let i = n; i < 2 * n; i++) {
-    const c = fresh(i);
-    j.atomic(() => {
-      j.insert(c);
-      j.update(sent(c, i), true, 'deadline 1000 ms');
-    });
+  // The host's steps for one command (Commands.submit, ack, result), each a group: without a deferral a
+  // group commits when it ends; nested in an outer group they join its commit.
+  const submit = (i: number) =>
     j.group(() => {
-      const a = j.byRequest('dev', c.request_id)!;
+      const c = fresh(i);
+      j.byRequest('dev', c.request_id);
+      j.insert(sent(c, i), null, [
+        { at: i, state: 'submitted', note: null },
+        { at: i, state: 'sent', note: 'deadline 1000 ms' },
+      ]);
+    });
+  const ack = (i: number) =>
+    j.group(() => {
+      const a = j.byRequest('dev', `req_${i}`)!;
       Object.assign(a, { state: 'accepted', accepted: true });
       j.update(a, true);
     });
-    j.settle();
+  const result = (i: number) =>
     j.group(() => {
-      const r = j.byRequest('dev', c.request_id)!;
+      const r = j.byRequest('dev', `req_${i}`)!;
       j.update(done(r, i), true);
     });
-    j.settle();
-    j.get(c.command_id);
-  }
-  const journal = n / ((performance.now() - t) / 1000);
-  j.close();
   const rdb = new Database(tmpDb());
   rdb.pragma(`journal_mode = ${mode}`);
   rdb.pragma(`synchronous = ${sync}`);
   rdb.exec('CREATE TABLE t (id TEXT PRIMARY KEY, device TEXT, rid TEXT, action TEXT, args TEXT, state TEXT, at INTEGER)');
   const ins = rdb.prepare('INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?)');
-  t = performance.now();
-  for (let i = 0; i < n; i++) ins.run(`cmd_${i}`, 'dev', `req_${i}`, 'relay.set', '{"ch":3,"on":true}', 'submitted', i);
-  const raw = n / ((performance.now() - t) / 1000);
+  const one = (i: number) => ins.run(`cmd_${i}`, 'dev', `req_${i}`, 'relay.set', '{"ch":3,"on":true}', 'submitted', i);
+  const many = rdb.transaction((from: number) => {
+    for (let k = 0; k < JOURNAL_BATCH; k++) one(from + k);
+  });
+  // The two sides alternate in slices (50 commands one at a time, or one batch), each slice timed on its
+  // own: on a shared machine the disk's fsync time drifts, and both sides then see the same drift.
+  const time = (f: () => void) => {
+    const t = performance.now();
+    f();
+    return performance.now() - t;
+  };
+  let jMs = 0;
+  let rMs = 0;
+  for (let i = 0; i < n; i += 50) {
+    jMs += time(() => {
+      for (let k = i; k < i + 50; k++) {
+        submit(k);
+        ack(k);
+        result(k);
+      }
+    });
+    rMs += time(() => {
+      for (let k = i; k < i + 50; k++) one(k);
+    });
+  }
+  const single = n / (jMs / 1000);
+  const rawSingle = n / (rMs / 1000);
+  // Batched: round r commits the submits of its B commands with the ack and result of round r-1's.
+  const base = n;
+  jMs = 0;
+  rMs = 0;
+  for (let r = 0; r <= rounds; r++) {
+    jMs += time(() =>
+      j.group(() => {
+        if (r < rounds) for (let k = 0; k < JOURNAL_BATCH; k++) submit(base + r * JOURNAL_BATCH + k);
+        if (r > 0)
+          for (let k = 0; k < JOURNAL_BATCH; k++) {
+            ack(base + (r - 1) * JOURNAL_BATCH + k);
+            result(base + (r - 1) * JOURNAL_BATCH + k);
+          }
+      }),
+    );
+    if (r < rounds) rMs += time(() => many(base + r * JOURNAL_BATCH));
+  }
+  const batched = (rounds * JOURNAL_BATCH) / (jMs / 1000);
+  const rawBatched = (rounds * JOURNAL_BATCH) / (rMs / 1000);
+  j.close();
   rdb.close();
-  return { before, journal, raw, sync: `journal_mode=${mode}, synchronous=${sync}` };
+  return { single, rawSingle, batched, rawBatched, sync: `journal_mode=${mode}, synchronous=${sync}` };
 }
 
 // ---- 5. a 150 mm move against its motion profile -------------------------------------------------
@@ -409,11 +452,11 @@ async function move(): Promise<{ ms: number; profileMs: number }> {
   const ax = board.steppers![0];
   const rig = rigsProcess(['--board', STEPPER_BOARD, '--count', '1', '--id-prefix', 'mv', '--host', h.ws, '--db', h.db, '--seed', '2']);
   await until(() => h.running.core.devices.session('mv-1') !== undefined, 20000, 'stepper rig online');
-  const home = h.running.core.submit({ device_id: 'mv-1', action: 'stepper.home', args: { axis: ax.axis } });
+  const home = await h.running.core.submit({ device_id: 'mv-1', action: 'stepper.home', args: { axis: ax.axis } });
   const hs = await h.running.core.waitTerminal(home.command_id, 60000);
   if (hs?.state !== 'completed') throw new Error(`bench: homing ended ${hs?.state}`);
   const t = performance.now();
-  const c = h.running.core.submit({ device_id: 'mv-1', action: 'stepper.move', args: { axis: ax.axis, mm: 150 } });
+  const c = await h.running.core.submit({ device_id: 'mv-1', action: 'stepper.move', args: { axis: ax.axis, mm: 150 } });
   const s = await h.running.core.waitTerminal(c.command_id, 60000);
   const ms = performance.now() - t;
   if (s?.state !== 'completed') throw new Error(`bench: the move ended ${s?.state} ${s?.error_code}`);
@@ -549,13 +592,14 @@ async function main(): Promise<void> {
   if (part('journal')) {
     process.stderr.write('journal\n');
     const jb = journalBench();
-    row({ group: 'journal', what: `commands/s through the journal, one at a time, 4 commits each as before (${jb.sync})`, value: jb.before, unit: '/s', baseline: 'raw better-sqlite3 INSERT/s, same settings', base: jb.raw });
+    row({ group: 'journal', what: `commands/s through the journal, one at a time: submitted+sent, ack, result = 3 commits (${jb.sync})`, value: jb.single, unit: '/s', baseline: 'raw better-sqlite3 INSERT/s, one per commit, same settings', base: jb.rawSingle });
+    row({ group: 'journal', what: `commands/s through the journal, ${JOURNAL_BATCH} in flight: one commit per turn holds ${JOURNAL_BATCH} submits + the previous ${JOURNAL_BATCH} acks and results (${jb.sync})`, value: jb.batched, unit: '/s', baseline: `raw better-sqlite3 INSERT/s, ${JOURNAL_BATCH} per commit, same settings`, base: jb.rawBatched, target: '≥ 0.5×', ok: jb.batched / jb.rawBatched >= 0.5 });
     notes.push(
-      `Durability bound: with synchronous=${jb.sync.split('synchronous=')[1]} every commit waits for an fsync, and one fsync'd single-row commit ran ${fmt(jb.raw)}/s on this disk in this run. ` +
-        'Every command needs one commit of its own at submit (the core API returns it as sent, so it is on disk first); the ack and result commits of one event-loop turn are shared. ' +
-        'So the host cannot verify more commands per second than that commit rate, whatever the device count, and the capacity targets (10,000/s core API, 2,000/s MCP) are out of reach on this disk until submits are group-committed too.',
+      `Durability bound: with synchronous=${jb.sync.split('synchronous=')[1]} every commit waits for an fsync; one fsync'd single-row commit ran ${fmt(jb.rawSingle)}/s on this disk in this run. ` +
+        'A command needs two commits in its own chain (submitted+sent before the cmd frame; the result before anyone hears of it), so one at a time the journal is bound near half the raw single-row rate. ' +
+        'The host group-commits: every journal write of one event-loop turn (submits and device frames of all devices) shares one COMMIT, so at many devices one fsync carries many commands; ' +
+        `the batched journal row compares that with raw inserts given the same batch (${JOURNAL_BATCH} rows per commit), i.e. the journal's SQL work per command against one bare row.`,
     );
-    row({ group: 'journal', what: `commands/s through the journal, one at a time, as the host does it now: submitted+sent, ack, result = 3 commits (${jb.sync})`, value: jb.journal, unit: '/s', baseline: 'raw better-sqlite3 INSERT/s, same settings', base: jb.raw, target: '≥ 0.5×', ok: jb.journal / jb.raw >= 0.5 });
   }
   if (part('motion')) {
     process.stderr.write('motion\n');

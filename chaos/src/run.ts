@@ -256,11 +256,11 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
   const CLIENTS = 3;
   let n = 0;
   const sent: { dev: string; rid: string; action: string; args: Record<string, unknown> }[] = [];
-  const submit = (who: string, input: { device_id: string; action: string; args: Record<string, unknown>; request_id: string }): CommandStatus | undefined => {
+  const submit = async (who: string, input: { device_id: string; action: string; args: Record<string, unknown>; request_id: string }): Promise<CommandStatus | undefined> => {
     if (!host) return undefined;
     let s: CommandStatus;
     try {
-      s = host.submit(input);
+      s = await host.submit(input);
     } catch (e) {
       if (e instanceof HostCrash) return undefined;
       throw e;
@@ -295,24 +295,27 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       }
       const input = { device_id: r.dev, action, args, request_id: `${who}-${++n}` };
       sent.push(input.request_id ? { dev: r.dev, rid: input.request_id, action, args } : (undefined as never));
-      const s = submit(who, input);
+      const first = submit(who, input);
       if (rnd() < 0.1) {
         count('client_concurrent_duplicate');
-        submit('client' + ((c + 1) % CLIENTS), input);
+        void submit('client' + ((c + 1) % CLIENTS), input);
       }
-      if (s?.error_code === 'DEVICE_OFFLINE' && rnd() < 0.7) {
-        count('client_retry_after_offline');
-        clock.setTimeout(() => faultsOn && submit(who, input), 500 + Math.floor(rnd() * 5000));
-      }
+      // submit answers once the journal committed (asynchronously): the retry decision follows it.
+      void first.then((s) => {
+        if (s?.error_code === 'DEVICE_OFFLINE' && rnd() < 0.7) {
+          count('client_retry_after_offline');
+          clock.setTimeout(() => faultsOn && void submit(who, input), 500 + Math.floor(rnd() * 5000));
+        }
+      });
     } else if (k < 0.75) {
       const p = pick(sent);
       count('client_retry_same_request_id');
-      submit(who, { device_id: p.dev, action: p.action, args: p.args, request_id: p.rid });
+      void submit(who, { device_id: p.dev, action: p.action, args: p.args, request_id: p.rid });
     } else if (k < 0.8) {
       const p = pick(sent);
       count('client_retry_different_args');
       const args = p.action === 'relay.set' ? { ...p.args, on: !p.args.on } : { ...p.args, mm: 1 + Number(p.args.mm ?? 0) };
-      submit(who, { device_id: p.dev, action: p.action, args, request_id: p.rid });
+      void submit(who, { device_id: p.dev, action: p.action, args, request_id: p.rid });
     } else if (host) {
       const r = pick(rigs);
       const h = host;

@@ -84,7 +84,18 @@ export class Commands extends EventEmitter {
     this.setMaxListeners(0);
   }
 
-  submit(input: SubmitInput): CommandStatus {
+  /**
+   * Journal a command and send it, or journal why it is refused. Resolves once what it answers is on
+   * disk (the batch holding it committed; the `cmd` frame leaves only after that commit too); rejects,
+   * with nothing sent, if that batch failed to commit.
+   */
+  async submit(input: SubmitInput): Promise<CommandStatus> {
+    const s = this.journal.group(() => this.submitNow(input));
+    await this.journal.flushed();
+    return s;
+  }
+
+  private submitNow(input: SubmitInput): CommandStatus {
     const now = this.clock.now();
     const dev = input.device_id;
     if (input.request_id !== undefined) {
@@ -121,11 +132,13 @@ export class Commands extends EventEmitter {
 
     const c = this.record(input, now);
     c.estimated_ms = plan.estimatedMs;
-    // submitted and sent in one transaction: one commit (one fsync) before the frame goes out.
-    this.journal.atomic(() => {
-      this.journal.insert(c);
-      this.markSent(c, session, plan.deadlineMs);
-    });
+    // submitted and sent land together, in this turn's batch, as one row already sent with both steps
+    // in its history; the frame goes out after the commit.
+    this.sentFields(c, session, plan.deadlineMs);
+    this.journal.insert(c, null, [
+      { at: now, state: 'submitted', note: null },
+      { at: c.sent_at!, state: 'sent', note: `deadline ${plan.deadlineMs} ms` },
+    ]);
     this.logSubmitted(c);
     this.transmit(c, session, plan.deadlineMs);
     return this.view(c);
@@ -155,14 +168,20 @@ export class Commands extends EventEmitter {
    * Cancel a motion command by stopping its axis. Commands that are terminal, or not motion,
    * are left alone and the reason says why.
    */
-  cancel(commandId: string): { target: CommandStatus; stop: CommandStatus | null; reason: string | null } | undefined {
+  async cancel(commandId: string): Promise<{ target: CommandStatus; stop: CommandStatus | null; reason: string | null } | undefined> {
     const c = this.journal.get(commandId);
     if (!c) return undefined;
-    if (isTerminal(c.state)) return { target: this.view(c), stop: null, reason: `already ${c.state}; nothing to cancel` };
+    if (isTerminal(c.state)) return this.committed({ target: this.view(c), stop: null, reason: `already ${c.state}; nothing to cancel` });
     if (c.action !== 'stepper.move' && c.action !== 'stepper.home')
-      return { target: this.view(c), stop: null, reason: `${c.action} finishes in milliseconds on the device and cannot be recalled; wait for its result` };
-    const stop = this.submit({ device_id: c.device_id, action: 'stop', args: { axis: c.args.axis } });
-    return { target: this.status(commandId)!, stop, reason: stop.state === 'rejected' ? stop.detail : null };
+      return this.committed({ target: this.view(c), stop: null, reason: `${c.action} finishes in milliseconds on the device and cannot be recalled; wait for its result` });
+    const stop = await this.submit({ device_id: c.device_id, action: 'stop', args: { axis: c.args.axis } });
+    return this.committed({ target: this.status(commandId)!, stop, reason: stop.state === 'rejected' ? stop.detail : null });
+  }
+
+  /** v, once everything written so far (what v was read from included) is on disk. */
+  private async committed<T>(v: T): Promise<T> {
+    await this.journal.flushed();
+    return v;
   }
 
   /** The newest commands of every device, newest first, as statuses. */
@@ -187,16 +206,27 @@ export class Commands extends EventEmitter {
   /** Resolve with the status as soon as `until` holds for it, or after `ms` (or an abort) with whatever it is then. */
   waitFor(commandId: string, until: (s: CommandStatus) => boolean, ms: number, signal?: AbortSignal): Promise<CommandStatus | undefined> {
     const now = this.status(commandId);
-    if (!now || until(now) || ms <= 0) return Promise.resolve(now);
+    if (!now || until(now) || ms <= 0) return this.committed(now);
     return new Promise((resolve) => {
-      const done = () => {
+      const stop = () => {
         this.off('change:' + commandId, onChange);
         this.clock.clearTimeout(timer);
         signal?.removeEventListener('abort', done);
-        resolve(this.status(commandId));
+      };
+      const done = () => {
+        stop();
+        // What it resolves with is on disk first; after a failed batch, what is on disk instead.
+        const s = this.status(commandId);
+        this.journal.flushed().then(
+          () => resolve(s),
+          () => resolve(this.status(commandId)),
+        );
       };
       const onChange = (s: CommandStatus) => {
-        if (until(s)) done();
+        if (!until(s)) return;
+        // A change event is emitted only after its commit: this view is on disk already.
+        stop();
+        resolve(s);
       };
       const timer = this.clock.setTimeout(done, ms);
       this.on('change:' + commandId, onChange);
@@ -398,6 +428,20 @@ export class Commands extends EventEmitter {
     }
   }
 
+  /**
+   * A batch failed to commit and was rolled back: the journal holds what was on disk before it. A
+   * command whose terminal write was lost is open again with no timer of ours: give it its deadline
+   * back. Frames and answers of the batch were never sent.
+   */
+  rolledBack(e: Error): void {
+    this.log.error({ evt: 'journal_commit_failed', err: e.message }, 'journal batch rolled back; its frames and answers were withheld');
+    for (const c of this.journal.open()) {
+      // Every open row has its deadline (a submit writes it sent; recover() ended older rows without one).
+      if (this.deadlines.has(c.command_id) || this.waiting.has(c.command_id) || c.deadline_at === null) continue;
+      this.arm(c.command_id, c.deadline_at - this.clock.now());
+    }
+  }
+
   close(): void {
     this.closed = true;
     for (const t of this.deadlines.values()) this.clock.clearTimeout(t);
@@ -415,6 +459,11 @@ export class Commands extends EventEmitter {
 
   /** Journal the command as sent (the frame goes out only after this is committed: transmit). */
   private markSent(c: CommandRecord, s: Session, deadlineMs: number, sends = 1): void {
+    this.sentFields(c, s, deadlineMs, sends);
+    this.journal.update(c, true, `deadline ${deadlineMs} ms`);
+  }
+
+  private sentFields(c: CommandRecord, s: Session, deadlineMs: number, sends = 1): void {
     const now = this.clock.now();
     c.state = 'sent';
     c.boot_id = s.boot!;
@@ -422,7 +471,6 @@ export class Commands extends EventEmitter {
     c.sent_at = now;
     c.deadline_at = now + deadlineMs;
     c.updated_at = now;
-    this.journal.update(c, true, `deadline ${deadlineMs} ms`);
   }
 
   private transmit(c: CommandRecord, s: Session, deadlineMs: number): void {
@@ -580,15 +628,14 @@ export class Commands extends EventEmitter {
   }
 
   private logSubmitted(c: CommandRecord): void {
-    this.log.info(
-      { evt: 'command', phase: 'submitted', command_id: c.command_id, request_id: c.request_id, device_id: c.device_id, action: c.action, args: c.args },
-      'command submitted',
-    );
+    if (!this.log.isLevelEnabled('info')) return;
+    const line = { evt: 'command', phase: 'submitted', command_id: c.command_id, request_id: c.request_id, device_id: c.device_id, action: c.action, args: c.args };
+    this.journal.afterCommit(() => this.log.info(line, 'command submitted'));
   }
 
   private logTerminal(c: CommandRecord): void {
-    this.log.info(
-      {
+    if (!this.log.isLevelEnabled('info')) return;
+    const line = {
         evt: 'command',
         phase: 'terminal',
         command_id: c.command_id,
@@ -598,10 +645,9 @@ export class Commands extends EventEmitter {
         verified: c.verified,
         error_code: c.error_code,
         elapsed_ms: (c.terminal_at ?? c.updated_at) - c.submitted_at,
-        detail: c.detail,
-      },
-      'command ' + c.state,
-    );
+      detail: c.detail,
+    };
+    this.journal.afterCommit(() => this.log.info(line, 'command ' + line.state));
   }
 
   view(c: CommandRecord): CommandStatus {

@@ -15,6 +15,8 @@ import { LogLimiter } from './log-limit.js';
 export interface HostOptions {
   /** Journal file, or ':memory:'. */
   db: string;
+  /** A journal the caller made (tests use one whose commit can fail); `db` is then unused. */
+  journal?: Journal;
   clock?: Clock;
   logger?: Logger;
   heartbeatMs?: number;
@@ -63,15 +65,18 @@ export class HostCore implements SessionHandler {
     // Short: a connection that has not proven itself holds a socket and nothing else.
     this.handshakeMs = opts.handshakeMs ?? 5000;
     this.limiter = new LogLimiter(this.clock);
-    // Group commit: on the real clock the device frames of one event-loop turn share one commit at
-    // its end (setImmediate), so many devices cost one fsync; on a virtual clock (simulated runs)
-    // each frame's writes commit when its handler ends. Either way nobody hears of a write before it is on disk.
-    this.journal = new Journal(opts.db, this.clock === realClock ? (fn) => setImmediate(fn) : undefined);
+    // Group commit: on the real clock every write of one event-loop turn (submits, device frames) joins
+    // one transaction committed at its end (setImmediate), so many commands cost one fsync; on a virtual
+    // clock (simulated runs) each submit's or frame's writes commit when its handler ends. Either way
+    // nobody hears of a write before it is on disk.
+    this.journal = opts.journal ?? new Journal(opts.db, this.clock === realClock ? (fn) => setImmediate(fn) : undefined);
     this.devices = new Devices(this.journal, this.clock);
     this.commands = new Commands(this.journal, this.devices, this.clock, this.log, {
       offlineGraceMs: opts.offlineGraceMs ?? Math.max(10000, this.heartbeatMs * 5),
       queryWaitMs: opts.queryWaitMs ?? 500,
     });
+    this.journal.onRollback = (e) => this.commands.rolledBack(e);
+    this.journal.onCallbackError = (e) => this.log.error({ evt: 'after_commit_failed', err: (e as Error)?.stack ?? String(e) }, 'a listener failed after a journal commit');
     this.commands.recover();
     this.events.setMaxListeners(0);
     this.devices.onObserve = (dev) => this.events.emit('state', dev);
@@ -148,7 +153,8 @@ export class HostCore implements SessionHandler {
     return s;
   }
 
-  submit(input: SubmitInput): CommandStatus {
+  /** Resolves once the command (sent, or refused) is on disk; see Commands.submit. */
+  submit(input: SubmitInput): Promise<CommandStatus> {
     return this.commands.submit(input);
   }
 
@@ -195,8 +201,37 @@ export class HostCore implements SessionHandler {
       device_id: s.dev!, boot_id: s.boot!, event_id: f.id, at: this.clock.now(), kind: f.k, ch: f.ch ?? null, msg: f.msg, device_state: f.s,
     });
     this.devices.observe(s.dev!, f.s);
-    if (fresh) this.log.warn({ evt: 'device_event', device_id: s.dev, boot: s.boot, kind: f.k, ch: f.ch, msg: f.msg }, 'interlock acted on the device');
-    s.send({ t: 'rack', rid: f.id });
+    this.journal.afterCommit(() => {
+      if (fresh) this.log.warn({ evt: 'device_event', device_id: s.dev, boot: s.boot, kind: f.k, ch: f.ch, msg: f.msg }, 'interlock acted on the device');
+      s.send({ t: 'rack', rid: f.id });
+    });
+  }
+
+  /** Sessions whose last frame of this read was an ack or progress: rid to answer with {t:'hb', ack}. */
+  private nudges = new Map<Session, string>();
+
+  /**
+   * Answer an ack (or progress) at once with a small frame: it carries the TCP ACK the device's Nagle
+   * waits for before it sends the `res` that follows; a silent host would delay that ACK ~40 ms.
+   * Sent once the frames of this read are handled (a microtask), and not at all when the `res` came
+   * in the same read: then nothing is held back, and the rack answers it.
+   */
+  private nudge(s: Session, rid: string): void {
+    if (this.nudges.size === 0) queueMicrotask(() => this.sendNudges());
+    this.nudges.set(s, rid);
+  }
+
+  private sendNudges(): void {
+    const due = [...this.nudges];
+    this.nudges.clear();
+    for (const [s, rid] of due) {
+      // Outside any frame handler now: a failing link must not take the host down (receive() guards the rest).
+      try {
+        s.send({ t: 'hb', ack: rid });
+      } catch (e) {
+        this.log.error({ evt: 'nudge_failed', device_id: s.dev, err: (e as Error)?.message ?? String(e) }, 'answering an ack failed');
+      }
+    }
   }
 
   // ---- SessionHandler -------------------------------------------------------------
@@ -230,14 +265,14 @@ export class HostCore implements SessionHandler {
   frame(s: Session, f: ToHostFrame): void {
     switch (f.t) {
       case 'ack':
-        // Answer at once: this segment carries the TCP ACK the device's Nagle waits for before it sends
-        // the `res` (or `prog`) that follows; a silent host would delay that ACK ~40 ms.
-        s.send({ t: 'hb', ack: f.rid });
+        this.nudge(s, f.rid);
         return this.commands.ack(s, f);
       case 'prog':
-        s.send({ t: 'hb', ack: f.rid });
+        this.nudge(s, f.rid);
         return this.commands.progress(s, f);
       case 'res':
+        // Every result is answered (rack, after its commit): that answer carries the TCP ACK.
+        this.nudges.delete(s);
         return this.commands.result(s, f);
       case 'state':
         return this.devices.answer(s.dev!, f);

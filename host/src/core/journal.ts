@@ -1,5 +1,6 @@
 // The persistent journal: every command with its lifecycle, and the provisioned devices.
-// better-sqlite3 is synchronous, so a state change is on disk before anyone is told of it.
+// Writes are group-committed (see settle); reads see the host's own uncommitted batch, and
+// whatever tells anyone outside about a write waits for its commit (afterCommit, flushed).
 import { chmodSync, existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { prepareStateDir, privateFile, stateDir } from '../state-dir.js';
@@ -218,6 +219,7 @@ function toRow(c: CommandRecord): Row {
 /** A shallow copy: callers change top-level fields and then call update(); the journal's own copy must not move with them. */
 const copy = (c: CommandRecord): CommandRecord => ({ ...c });
 const reqKey = (deviceId: string, requestId: string) => deviceId + '\u0000' + requestId;
+const DONE = Promise.resolve();
 
 export class Journal {
   private db: Database.Database;
@@ -230,17 +232,25 @@ export class Journal {
   private narrow = new Map<string, Database.Statement>();
   /** One transaction wrapper, made once (better-sqlite3 builds a new one per db.transaction() call). */
   private readonly tx: (f: () => void) => void;
-  // Group commit: writes made inside group() (device frames) share one transaction that commits once
-  // at the end of the event-loop turn; what tells anyone about them (afterCommit) runs after that
-  // commit. Anything from outside a group first commits what is pending, so no reader and no
-  // caller ever sees a state that is not on disk.
+  // Group commit. With `defer` (the real clock) every write joins one open transaction (the batch)
+  // that commits once, when the deferred callback runs at the end of the event-loop turn; without
+  // it (a virtual clock) writes inside group() commit when the outermost group ends and any other
+  // write commits at once. Reads go through the same connection, so the host's own logic sees its
+  // batch; whoever outside must not hear of a write before it is on disk waits for afterCommit()
+  // or flushed(), which run (or resolve) only after the COMMIT returned, and fail if it did not.
   private grouping = 0;
+  /** A batch transaction is open (BEGIN issued, COMMIT not yet). */
   private pending = false;
-  private after: (() => void)[] = [];
+  private scheduled = false;
+  private after: { ok: () => void; fail?: (e: Error) => void }[] = [];
+  /** Called after a batch failed to commit and was rolled back (the host re-arms what it lost). */
+  onRollback: ((e: Error) => void) | undefined;
+  /** An afterCommit callback threw while the deferred commit ran it (the others still run). */
+  onCallbackError: ((e: unknown) => void) | undefined;
 
   /**
-   * `path` is a file, or ':memory:' for tests that do not restart. `defer` schedules the group commit
-   * (the host passes its clock's next turn); without it a group commits when it ends.
+   * `path` is a file, or ':memory:' for tests that do not restart. `defer` schedules the batch commit
+   * (the host passes setImmediate on the real clock); without it a group commits when it ends.
    */
   constructor(path: string, private readonly defer?: (fn: () => void) => void) {
     if (path !== ':memory:' && path !== '') {
@@ -353,9 +363,9 @@ export class Journal {
   }
 
   /**
-   * Run fn with its journal writes deferred to one commit at the end of this event-loop turn, shared
-   * with every other group of the turn. Whoever must not hear of them before they are on disk is
-   * told through afterCommit.
+   * Run fn as one step whose writes commit together: on the real clock with the rest of this turn's
+   * batch, without `defer` when the outermost group ends. Whoever must not hear of the writes before
+   * they are on disk is told through afterCommit.
    */
   group<T>(fn: () => T): T {
     this.grouping++;
@@ -363,49 +373,98 @@ export class Journal {
       return fn();
     } finally {
       this.grouping--;
-      if (!this.defer && this.db.open) this.settle();
+      if (!this.defer && this.grouping === 0 && this.db.open) this.settle();
     }
   }
 
-  /** Several writes in one transaction (one commit), committed before this returns unless inside a group. */
-  atomic(fn: () => void): void {
-    this.settle();
-    this.tx(fn);
-    if (!this.grouping) this.settle();
-  }
-
-  /** fn runs once everything written so far is on disk: now, or right after the pending group commit. */
-  afterCommit(fn: () => void): void {
-    if (this.pending) this.after.push(fn);
+  /** fn runs once everything written so far is on disk: now, or right after the batch commits (never if it fails: then `fail`). */
+  afterCommit(fn: () => void, fail?: (e: Error) => void): void {
+    if (this.pending) this.after.push({ ok: fn, fail });
     else fn();
   }
 
-  /** Commit the pending group (if any), then run what waited for it. */
-  settle(): void {
-    if (!this.pending || this.grouping) return;
-    this.db.exec('COMMIT');
-    this.pending = false;
-    const after = this.after;
-    this.after = [];
-    for (const f of after) f();
+  /** Resolves once everything written so far is on disk; rejects if the batch holding it failed to commit. */
+  flushed(): Promise<void> {
+    if (!this.pending) return DONE;
+    return new Promise((resolve, reject) => this.after.push({ ok: resolve, fail: reject }));
   }
 
-  /** One write: inside a group it joins the turn's open transaction, else it commits now. */
-  private write(f: () => void): void {
-    if (this.grouping && !this.db.inTransaction) {
-      this.db.exec('BEGIN');
-      this.pending = true;
-      this.defer?.(() => this.db.open && this.settle());
+  /** Writes waiting in the open batch (not on disk yet). */
+  get uncommitted(): boolean {
+    return this.pending;
+  }
+
+  /** Commit the open batch (if any), then run what waited for it; on failure roll back and tell every waiter. */
+  settle(): void {
+    if (!this.pending || this.grouping) return;
+    const after = this.after;
+    this.after = [];
+    this.pending = false;
+    try {
+      this.commit();
+    } catch (err) {
+      const e = new Error(`journal commit failed (${(err as Error)?.message ?? String(err)}); nothing of it was sent or answered`);
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      this.reload();
+      for (const a of after) a.fail?.(e);
+      this.onRollback?.(e);
+      return;
     }
-    if (!this.grouping) this.settle();
+    for (const a of after) {
+      if (!this.defer) a.ok();
+      else
+        try {
+          a.ok();
+        } catch (e) {
+          // One failing listener must not keep the other commands' frames and answers back.
+          this.onCallbackError?.(e);
+        }
+    }
+  }
+
+  /** The COMMIT of a batch (a seam: tests make it fail). */
+  protected commit(): void {
+    this.db.exec('COMMIT');
+  }
+
+  /** After a rollback: the open commands in memory are what is on disk again. */
+  private reload(): void {
+    this.openRecs.clear();
+    this.openByReq.clear();
+    this.written.clear();
+    for (const r of this.stmts.open.all() as Row[]) {
+      const c = toRecord(r);
+      this.remember(c, toRow(c));
+    }
+  }
+
+  /** Open the batch transaction if none is open; on the real clock schedule its commit. */
+  private begin(): void {
+    if (this.pending) return;
+    this.db.exec('BEGIN');
+    this.pending = true;
+    if (this.defer && !this.scheduled) {
+      this.scheduled = true;
+      this.defer(() => {
+        this.scheduled = false;
+        if (this.db.open) this.settle();
+      });
+    }
+  }
+
+  /** One write, atomic on its own: it joins the batch on the real clock or inside a group, else it commits now. */
+  private write(f: () => void): void {
+    if (this.defer || this.grouping) this.begin();
     this.tx(f);
   }
 
-  insert(c: CommandRecord, note: string | null = null): void {
+  /** A new command; its history is one event (its state, `note`), or the steps given (a row inserted already past submitted). */
+  insert(c: CommandRecord, note: string | null = null, history?: CommandEvent[]): void {
     const row = toRow(c);
     this.write(() => {
       this.stmts.insert.run(row);
-      this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
+      if (!history) this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
+      else for (const e of history) this.stmts.event.run(c.command_id, e.at, e.state, e.note);
     });
     this.remember(c, row);
   }
@@ -431,7 +490,6 @@ export class Journal {
   }
 
   get(commandId: string): CommandRecord | undefined {
-    this.settle();
     const o = this.openRecs.get(commandId);
     if (o) return copy(o);
     const r = this.stmts.get.get(commandId) as Row | undefined;
@@ -439,7 +497,6 @@ export class Journal {
   }
 
   byRequest(deviceId: string, requestId: string): CommandRecord | undefined {
-    this.settle();
     const id = this.openByReq.get(reqKey(deviceId, requestId));
     if (id !== undefined) return copy(this.openRecs.get(id)!);
     const r = this.stmts.byRequest.get(deviceId, requestId) as Row | undefined;
@@ -448,18 +505,15 @@ export class Journal {
 
   /** Most recent terminal commands of an action on a device that were not refused, newest first. */
   lastTerminal(deviceId: string, action: string): CommandRecord[] {
-    this.settle();
     return (this.stmts.lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
   }
 
-  /** Open commands, oldest first (from memory; the same rows as on disk). */
+  /** Open commands, oldest first (from memory; the same rows as the database, the open batch included). */
   open(): CommandRecord[] {
-    this.settle();
     return [...this.openRecs.values()].sort((a, b) => a.submitted_at - b.submitted_at).map(copy);
   }
 
   events(commandId: string): CommandEvent[] {
-    this.settle();
     return this.stmts.events.all(commandId) as CommandEvent[];
   }
 
@@ -480,8 +534,9 @@ export class Journal {
 
   /** Journal a device event; false when this boot's event was journaled before (a re-send after a reconnect). */
   deviceEvent(e: DeviceEventRecord): boolean {
-    this.settle();
-    return this.stmts.putDeviceEvent.run({ ...e, device_state: JSON.stringify(e.device_state) }).changes === 1;
+    let fresh = false;
+    this.write(() => (fresh = this.stmts.putDeviceEvent.run({ ...e, device_state: JSON.stringify(e.device_state) }).changes === 1));
+    return fresh;
   }
 
   /** The device's most recent events, newest first. */
@@ -499,13 +554,11 @@ export class Journal {
   }
 
   seen(deviceId: string, boot: string, at: number): void {
-    this.settle();
-    this.stmts.seen.run(boot, at, deviceId);
+    this.write(() => this.stmts.seen.run(boot, at, deviceId));
   }
 
   /** Commands newest first, filtered (list_commands, the recent-commands resource, tasks/list). */
   recent(q: CommandQuery = {}): CommandRecord[] {
-    this.settle();
     const where: string[] = [];
     const args: Record<string, unknown> = {};
     if (q.device_id !== undefined) {
@@ -553,12 +606,10 @@ export class Journal {
 
   /** The tombstone of a pruned command, if retention removed it. */
   pruned(commandId: string): PrunedCommand | undefined {
-    this.settle();
     return this.stmts.pruned.get(commandId) as PrunedCommand | undefined;
   }
 
   prunedByRequest(deviceId: string, requestId: string): PrunedCommand | undefined {
-    this.settle();
     return this.stmts.prunedByRequest.get(deviceId, requestId) as PrunedCommand | undefined;
   }
 

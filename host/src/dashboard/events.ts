@@ -34,7 +34,17 @@ function device(core: HostCore, dev: string) {
 /** Open one SSE stream on `res`; it ends when the client goes away. */
 export function serveEvents(core: HostCore, req: IncomingMessage, res: ServerResponse): void {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-  const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  // Like MCP answers, what the page is shown waits until the journal holds it (in order).
+  let last: Promise<unknown> = Promise.resolve();
+  const send = (event: string, data: unknown) => {
+    const text = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+    const written = core.journal.flushed();
+    written.catch(() => {}); // handled below, possibly after it settled
+    last = last.then(() => written).then(
+      () => res.write(text),
+      () => {},
+    );
+  };
   send('snapshot', {
     at: new Date(core.clock.now()).toISOString(),
     devices: core.devices.ids().map((d) => device(core, d)),

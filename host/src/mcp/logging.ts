@@ -1,7 +1,9 @@
 // MCP logging: terminal command outcomes and devices going online/offline reach the client as
-// notifications/message, filtered by the level the client set (logging/setLevel).
+// notifications/message, filtered by the level the client set (logging/setLevel), and only after it set one.
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
+import { LoggingLevelSchema, SetLevelRequestSchema, type LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
+
+const LEVELS: readonly LoggingLevel[] = LoggingLevelSchema.options;
 import type { DeviceEvent, HostCore } from '../core/host.js';
 import type { CommandStatus } from '../core/commands.js';
 
@@ -15,9 +17,22 @@ const OUTCOME_LEVEL: Record<string, LoggingLevel> = {
 };
 
 export function forwardLogs(server: McpServer, core: HostCore, cleanups: (() => void)[]): void {
+  // Log notifications go to a session once its client asked for them (logging/setLevel), at that
+  // level or above; the spec leaves the default to the server. Sending every outcome of every
+  // client to every session by default made each command cost O(sessions): with 100 agents, 100
+  // notifications per command.
+  let min: number | undefined;
+  server.server.setRequestHandler(SetLevelRequestSchema, async (req) => {
+    if (min === undefined) {
+      core.commands.on('change', onCommand);
+      core.events.on('device', onDevice);
+    }
+    min = LEVELS.indexOf(req.params.level);
+    return {};
+  });
   const send = (level: LoggingLevel, data: Record<string, unknown>) => {
-    if (!server.isConnected()) return;
-    void server.server.sendLoggingMessage({ level, logger: 'proofrig', data }, server.server.transport?.sessionId).catch(() => {});
+    if (min === undefined || LEVELS.indexOf(level) < min || !server.isConnected()) return;
+    void server.server.notification({ method: 'notifications/message', params: { level, logger: 'proofrig', data } }).catch(() => {});
   };
   const onCommand = (s: CommandStatus) => {
     if (!s.terminal) return;
@@ -41,8 +56,6 @@ export function forwardLogs(server: McpServer, core: HostCore, cleanups: (() => 
       device_id: e.device_id,
       reason: e.reason,
     });
-  core.commands.on('change', onCommand);
-  core.events.on('device', onDevice);
   cleanups.push(() => {
     core.commands.off('change', onCommand);
     core.events.off('device', onDevice);

@@ -99,7 +99,7 @@ export function registerOperatorTools(server: McpServer, core: HostCore): void {
       const gate = await operatorGate(server, extra, 'estop_clear', `clear the latched e-stop of device ${device_id}`, device_id, `estop_clear device_id=${device_id}`);
       if (!gate.ok) return gate.result;
       core.log.info({ evt: 'operator_action', tool: 'estop_clear', device_id, via: gate.via, client: extra.authInfo?.clientId ?? null }, 'operator action');
-      const s = core.submit({ device_id, action: 'estop.clear', args: {} });
+      const s = await core.submit({ device_id, action: 'estop.clear', args: {} });
       await core.commands.waitFor(s.command_id, (n) => n.state !== 'sent', ACK_WAIT_MS);
       return ok((await core.waitTerminal(s.command_id, ACK_WAIT_MS * 2, extra.signal))!);
     },

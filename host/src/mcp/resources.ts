@@ -101,15 +101,28 @@ export function registerResources(server: McpServer, core: HostCore, cleanups: (
   );
 
   // Subscriptions of this session.
+  // The core's events are listened to only while this session subscribes to something: every
+  // session listening to every command change made each change cost O(sessions).
   const subscribed = new Set<string>();
+  let listening = false;
+  const listen = (on: boolean) => {
+    if (on === listening) return;
+    listening = on;
+    const m = on ? 'on' : 'off';
+    core.events[m]('state', onState);
+    core.events[m]('device', onDevice);
+    core.commands[m]('change', onCommand);
+  };
   server.server.setRequestHandler(SubscribeRequestSchema, async (req) => {
     const uri = req.params.uri;
     if (!/^proofrig:\/\/(devices|boards|commands)\/[^/]+$/.test(uri)) notFound(`no resource "${uri}" to subscribe to; see resources/list and resources/templates/list`);
     subscribed.add(uri);
+    listen(true);
     return {};
   });
   server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => {
     subscribed.delete(req.params.uri);
+    listen(subscribed.size > 0);
     return {};
   });
   const updated = (uri: string) => {
@@ -121,12 +134,5 @@ export function registerResources(server: McpServer, core: HostCore, cleanups: (
     updated(RECENT_COMMANDS_URI);
     updated(commandUri(s.command_id));
   };
-  core.events.on('state', onState);
-  core.events.on('device', onDevice);
-  core.commands.on('change', onCommand);
-  cleanups.push(() => {
-    core.events.off('state', onState);
-    core.events.off('device', onDevice);
-    core.commands.off('change', onCommand);
-  });
+  cleanups.push(() => listen(false));
 }

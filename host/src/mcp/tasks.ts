@@ -50,7 +50,7 @@ export class JournalTaskStore implements TaskStore {
   /** The SDK calls this with "cancelled" for tasks/cancel: stop the axis and wait (bounded) for the command to end. */
   async updateTaskStatus(taskId: string, status: Task['status']): Promise<void> {
     if (status !== 'cancelled') return;
-    const r = this.core.commands.cancel(taskId);
+    const r = await this.core.commands.cancel(taskId);
     if (r?.stop && r.stop.state !== 'rejected') await this.core.waitTerminal(taskId, CANCEL_WAIT_MS);
   }
 

@@ -17,6 +17,7 @@ import { JournalTaskStore, TASK_CAPABILITIES, taskToolHandler } from './tasks.js
 import { listCommands } from './commands-list.js';
 import { registerOperatorTools } from './operator-tools.js';
 import { summarize } from './summary.js';
+import { durable } from './durable.js';
 import {
   ActionStatusInput,
   CommandListSchema,
@@ -87,7 +88,7 @@ const MOVE_OUTCOME =
   'After a failed or timed-out motion, read the real state (get_device_status refresh=true) before moving that axis again, or the move is rejected STATE_READ_REQUIRED.';
 
 export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServer {
-  const server = new McpServer(SERVER_INFO, {
+  const server = durable(core, new McpServer(SERVER_INFO, {
     instructions:
       'proofrig drives real relays through ESP32 devices and reports only what the hardware confirmed. Action tools return a command_id after the device ACCEPTED the command; ' +
       'call get_action_status for the outcome (or pass wait_ms to get it in the same call) and act on `state`/`verified`, never on the action tool returning. ' +
@@ -95,7 +96,7 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
       OUTCOME,
     capabilities: { logging: {}, resources: { subscribe: true, listChanged: true }, tasks: TASK_CAPABILITIES },
     taskStore: new JournalTaskStore(core),
-  });
+  }));
   const cleanups: (() => void)[] = [];
   server.server.onclose = () => {
     for (const c of cleanups.splice(0)) c();
@@ -109,7 +110,7 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
   const act = async (input: SubmitInput, waitMs: number | undefined, extra: Extra): Promise<CommandStatus> => {
     await ready();
     if (core.booting(input.device_id)) await core.waitOnline(input.device_id, bootWaitMs, extra.signal);
-    const s = core.submit(input);
+    const s = await core.submit(input);
     const stop = followProgress(core, s.command_id, extra);
     try {
       const acked = await untilAcked(core, s);
@@ -247,7 +248,7 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     },
     async ({ device_id, wait_ms }, extra) => {
       await ready();
-      const s = core.submit({ device_id, action: 'stop', args: {} });
+      const s = await core.submit({ device_id, action: 'stop', args: {} });
       const stop = followProgress(core, s.command_id, extra);
       try {
         return ok((await core.waitTerminal(s.command_id, wait_ms, extra.signal))!);
@@ -270,7 +271,7 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     },
     async ({ command_id, wait_ms }, extra) => {
       await ready();
-      const r = core.commands.cancel(command_id);
+      const r = await core.commands.cancel(command_id);
       if (!r) return unknownOrPruned(core, command_id);
       const target = r.stop && r.stop.state !== 'rejected' ? (await core.waitTerminal(command_id, wait_ms, extra.signal))! : r.target;
       return ok({ command: target, cancel_requested: !!r.stop && r.stop.state !== 'rejected', stop_command_id: r.stop?.command_id ?? null, reason: r.reason });

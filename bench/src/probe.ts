@@ -1,0 +1,76 @@
+// Ad-hoc: core-API capacity at N load-generator devices, with journal commit counts (for profiling).
+// node bench/dist/probe.js N MS
+import { fork } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import pino from 'pino';
+import { DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
+import { serve } from '../../host/src/serve.js';
+import { newSecret } from '../../host/src/core/ids.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const n = Number(process.argv[2] ?? 100);
+const ms = Number(process.argv[3] ?? 3000);
+const db = join(mkdtempSync(join(tmpdir(), 'proofrig-probe-')), 'journal.db');
+const running = await serve({ db, port: 0, logger: pino({ level: 'silent' }), heartbeatMs: 2000, maxConnections: 5000, maxConnectionsPerAddress: 5000, maxSessions: 1000 });
+const j = running.core.journal as unknown as { commit(): void };
+let commits = 0;
+let commitMs = 0;
+const commit = j.commit.bind(j);
+j.commit = () => {
+  const t = performance.now();
+  commit();
+  commitMs += performance.now() - t;
+  commits++;
+};
+const board = JSON.parse(readFileSync(join(ROOT, 'boards', 'relay-rig-4ch.json'), 'utf8')) as BoardDef;
+const devices = Array.from({ length: n }, (_, i) => ({ id: `load-${i}`, secret: newSecret(), board: board.id }));
+for (const d of devices) running.core.provision(d.id, d.secret, board);
+const g = fork(join(ROOT, 'bench', 'dist', 'loadgen.js'), [JSON.stringify({ url: `ws://127.0.0.1:${running.http.port}${DEVICE_PATH}`, mode: 'proofrig', devices })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+while (!devices.every((d) => running.core.devices.session(d.id))) await new Promise((r) => setTimeout(r, 20));
+await new Promise((r) => setTimeout(r, 300));
+commits = 0;
+commitMs = 0;
+if (process.argv[4] === 'mcp') {
+  const m = fork(join(ROOT, 'bench', 'dist', 'mcp-load.js'), [JSON.stringify({ url: running.url + '/mcp', token: running.tokens?.agent, devices: devices.map((d) => d.id), ms, channel: 3 })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const cpu0 = process.cpuUsage();
+  const r = await new Promise<{ done: number; ms: number }>((resolve) => {
+    m.on('message', (x: { ready?: boolean; done?: number; ms?: number }) => {
+      if (x.ready) {
+        commits = 0;
+        commitMs = 0;
+        m.send('go');
+      } else resolve(x as { done: number; ms: number });
+    });
+  });
+  const cpu = process.cpuUsage(cpu0);
+  console.log(JSON.stringify({ n, mcpRate: Math.round(r.done / (r.ms / 1000)), done: r.done, commits, commitMs: +(commitMs / commits).toFixed(2), cpuUsPerCmd: Math.round((cpu.user + cpu.system) / r.done) }));
+  m.kill('SIGKILL');
+  g.kill('SIGKILL');
+  await running.close();
+  process.exit(0);
+}
+let done = 0;
+const end = Date.now() + ms;
+const cpu0 = process.cpuUsage();
+const t = performance.now();
+await Promise.all(
+  devices.map(async (d) => {
+    let on = true;
+    while (Date.now() < end) {
+      const c = await running.core.submit({ device_id: d.id, action: 'relay.set', args: { ch: 3, on } });
+      const s = await running.core.waitTerminal(c.command_id, 5000);
+      if (s?.state === 'completed') done++;
+      on = !on;
+    }
+  }),
+);
+const secs = (performance.now() - t) / 1000;
+const cpu = process.cpuUsage(cpu0);
+console.log(JSON.stringify({ n, rate: Math.round(done / secs), done, commits, perCommit: +(done / commits).toFixed(1), commitMs: +(commitMs / commits).toFixed(2), cpuUsPerCmd: Math.round((cpu.user + cpu.system) / done) }));
+g.kill('SIGKILL');
+await running.close();
+process.exit(0);
