@@ -50,6 +50,7 @@ const isAllowed = (file, m, source) => {
 
 const rows = [];
 const unexplained = [];
+const stale = new Set();
 if (merged) {
   const rep = merged;
   // The two areas the 90 % threshold applies to, then each host-core scope of stryker.scope.config.mjs.
@@ -64,7 +65,10 @@ if (merged) {
     const c = { killed: 0, survived: 0, allowed: 0, timeout: 0, noCoverage: 0, files: [], at: 0 };
     for (const [file, f] of Object.entries(rep.files)) {
       if (!area.has(file)) continue;
-      c.files.push(file.slice(area.strip.length));
+      // A file whose code changed after its run is marked: its score is for the code it ran on.
+      const now = existsSync(join(ROOT, file)) ? readFileSync(join(ROOT, file), 'utf8') : null;
+      if (now !== f.source) stale.add(file);
+      c.files.push(file.slice(area.strip.length) + (now !== f.source ? ' †' : ''));
       c.at = Math.max(c.at, f.at);
       for (const m of f.mutants) {
         if (m.status === 'Killed') c.killed++;
@@ -96,6 +100,7 @@ const table = [
   '| area | files mutated | run | killed / mutants | score | survivors allowed with a reason |',
   '|---|---|---|---|---|---|',
   ...rows.map((r) => `| ${r.name} | ${r.files} | ${r.date} | ${r.killed} / ${r.total} | ${r.score.toFixed(1)} % | ${r.allowed} |`),
+  ...(stale.size ? ['', `† changed since its run (${[...stale].join(', ')}): the score is for the code as it was then; \`npm run mutate\` re-runs only what changed.`] : []),
 ].join('\n');
 console.log(table);
 if (unexplained.length) console.log('\nSurvivors neither killed nor allowed:\n  ' + unexplained.join('\n  '));
