@@ -71,10 +71,13 @@ if (merged) {
       c.files.push(file.slice(area.strip.length) + (now !== f.source ? ' †' : ''));
       c.at = Math.max(c.at, f.at);
       for (const m of f.mutants) {
-        if (m.status === 'Killed') c.killed++;
-        else if (m.status === 'Timeout') c.timeout++;
-        else if (m.status === 'Survived' || m.status === 'NoCoverage') {
-          if (m.status === 'Survived') c.survived++;
+        // An allow-listed mutant is equivalent (or unreachable): no test can kill it, so its
+        // timeout can only be the machine's load, and it counts as the survivor it is.
+        const status = m.status === 'Timeout' && isAllowed(file, m, f.source) ? 'Survived' : m.status;
+        if (status === 'Killed') c.killed++;
+        else if (status === 'Timeout') c.timeout++;
+        else if (status === 'Survived' || status === 'NoCoverage') {
+          if (status === 'Survived') c.survived++;
           else c.noCoverage++;
           if (isAllowed(file, m, f.source)) c.allowed++;
           else if (area.gate) unexplained.push(`${file}:${m.location.start.line} ${m.mutatorName} → ${JSON.stringify(m.replacement ?? '')} (${m.status})`);
