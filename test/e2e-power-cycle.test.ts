@@ -45,11 +45,12 @@ describe.skipIf(!ESPRUINO_AVAILABLE)('a power cycle of the real interpreter (Esp
     expect(final).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED' });
     expect(afterKillMs).toBeLessThan(8000); // at reconnect, not at the move's deadline
     expect(final.position_mm).not.toBeNull();
-    // The position is one the encoder measured: never beyond where the carriage really stopped. How
-    // close to it is checked on the vm engine (e2e-stepper, "a power loss mid-move"): through the pin
-    // shim the interpreter counts encoder edges late (ESPRUINO_PENDING in helpers/engines.ts).
+    // The position is the last one the encoder measured and reported before the cut: never beyond
+    // where the carriage really stopped. How far behind depends on when the last progress frame
+    // left, which on a starved interpreter is late (17 mm behind measured at load 16 on 2 cores;
+    // within one 250 ms progress period on the vm, see e2e-stepper "a power loss mid-move").
     expect(final.position_mm!).toBeGreaterThan(0);
-    expect(final.position_mm!).toBeLessThanOrEqual(rig.axis('x').pos + ax.tolerance_mm);
+    expect(final.position_mm!).toBeLessThanOrEqual(killedAt + ax.tolerance_mm);
     expect(final.detail ?? '').not.toMatch(/not executed as far as the device remembers/);
 
     // The relay: killed right when the device drives the coil; count real coil energisations.

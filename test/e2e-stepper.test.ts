@@ -43,7 +43,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(final.elapsed_ms).toBeLessThan(final.deadline_ms!);
     });
 
-    scenario(engine, 'stall70')('seed 002: an obstruction at 70 mm on the way to 150 mm ends failed MOTOR_STALL near 70 mm, within the deadline, and the motor stops stepping', async () => {
+    it('seed 002: an obstruction at 70 mm on the way to 150 mm ends failed MOTOR_STALL near 70 mm, within the deadline, and the motor stops stepping', async () => {
       e = await homed(engine, [`${DEV}:x:stall@70`]);
       const rig = e.running.rigs.get(DEV)!;
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 });
@@ -58,7 +58,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(rig.axis('x').steps).toBe(steps);
     });
 
-    scenario(engine, 'missedSteps')('missed steps beyond tolerance end failed POSITION_ERROR with both positions', async () => {
+    it('missed steps beyond tolerance end failed POSITION_ERROR with both positions', async () => {
       e = await homed(engine, [`${DEV}:x:missed_steps@5%`]);
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 100 });
       expect(final).toMatchObject({ state: 'failed', error_code: 'POSITION_ERROR', evidence: 'encoder', verified: false });
@@ -100,7 +100,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   });
 
   describe('stop and cancel', () => {
-    scenario(engine, 'stopDevice')('stop_device during a move stops it; the move ends cancelled with the measured position', async () => {
+    it('stop_device during a move stops it; the move ends cancelled with the measured position', async () => {
       e = await homed(engine);
       const rig = e.running.rigs.get(DEV)!;
       const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 }));
@@ -158,9 +158,11 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       const killedAt = rig.axis('x').pos;
       const final = await e.waitTerminal(move.command_id);
       expect(final).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED' });
-      // The position reported is the last one the encoder measured before the cut: at most one
-      // progress period (250 ms at 30 mm/s) behind where the carriage stopped. (On the Espruino
-      // engine edges arrive late through the pin shim; see ESPRUINO_PENDING.)
+      // The position reported is the last one the encoder measured before the cut: never beyond
+      // where the carriage stopped, and on the vm at most one progress period (250 ms at 30 mm/s)
+      // behind it. The interpreter's progress frames run late when its process is starved of CPU
+      // (17 mm behind measured at load 16 on 2 cores), so there only the first half is asserted.
+      expect(final.position_mm!).toBeLessThanOrEqual(killedAt + ax.tolerance_mm);
       if (engine === 'vm') expect(Math.abs(final.position_mm! - killedAt)).toBeLessThanOrEqual(7.5 + 0.5);
       await e.waitOnline(DEV);
       const pos = rig.axis('x').pos;

@@ -18,6 +18,7 @@ import { Journal } from '../host/src/core/journal.js';
 import type { CommandStatus } from '../host/src/core/commands.js';
 import { crc32, runUploadCommand, upload, UploadError } from '../host/src/upload/index.js';
 import { mcpTransport, RELAY_BOARD, until } from './helpers/e2e.js';
+import { ESPRUINO_AVAILABLE, enginesUnderTest } from './helpers/engines.js';
 
 const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
 
@@ -195,6 +196,57 @@ describe('upload to a blank simulated ESP32', () => {
     expect(r.files.map((f) => f.name).sort()).toEqual([BOOT_CODE_FILE, CONFIG_FILE].sort());
     for (const f of r.files) expect(out).toContain(`CRC ok: ${f.name} 0x${f.crc.toString(16).padStart(8, '0')} (${f.bytes} bytes)`);
   });
+});
+
+enginesUnderTest(); // prints the one-line notice when the Espruino tier is skipped
+describe.skipIf(!ESPRUINO_AVAILABLE)('upload to a freshly started Espruino interpreter (Espruino engine)', () => {
+  // The simulated board as it leaves the factory: the real interpreter, started on an empty folder with
+  // its own --telnet console on a free port (ESPRUINO_TELNET_PORT), and nothing in Storage but `.boot0`,
+  // the pin shim that stands in for the ESP32's GPIO silicon. A user's flow is the same as on a chip:
+  // `upload --tcp` writes `.bootcde` and the config, and `reset()`/`load()` run `.boot0` again before
+  // the firmware, so the pins stay bound to the rig model across the upload.
+  it('upload --tcp writes and verifies both files, and the firmware it booted completes relay_set with aux_contact evidence through the host', async () => {
+    const db = tempDb();
+    running = await serve({ db, port: 0, sims: [], logger: pino({ level: 'silent' }), heartbeatMs: 400, offlineGraceMs: 8000 });
+    const port = await freePort();
+    rig = new SimRig({ engine: 'espruino', telnetPort: port, seed: 11 });
+    rig.boot();
+    const esp = rig.espruino!;
+    await until(() => esp.evaluate('1', 500).then((v) => v === 1), 20000, 'the interpreter and its pin shim up');
+    expect(await esp.evaluate('require("Storage").list()')).toEqual(['.boot0']);
+
+    const out: string[] = [];
+    const r = await upload({
+      tcp: `127.0.0.1:${port}`,
+      boardFile: RELAY_BOARD,
+      deviceId: 'bench-e',
+      hostUrl: `ws://127.0.0.1:${running.http.port}`,
+      db,
+      log: (l) => out.push(l),
+    });
+    expect(out.find((l) => l.startsWith('connected'))).toMatch(/Espruino 2v29/);
+    const fw = readFileSync(FIRMWARE_FILE);
+    expect(r.files.map((f) => f.name)).toEqual([BOOT_CODE_FILE, CONFIG_FILE]);
+    expect(r.files[0]).toMatchObject({ bytes: fw.length, crc: crc32(fw) }); // what the board read back
+    expect(out.filter((l) => l.startsWith('CRC ok'))).toHaveLength(2);
+
+    // The firmware booted by load() dials the host, authenticates with the secret from the journal, and
+    // a relay command completes with the evidence read through the shim's pins.
+    await until(() => running!.core.devices.view('bench-e')?.online === true && running!.core.devices.view('bench-e')?.state !== null, 20000, 'bench-e online');
+    // The shim is still there (and bound the pins of the boot that went online), next to what was uploaded.
+    expect((await esp.evaluate('require("Storage").list()')) as string[]).toEqual(expect.arrayContaining(['.boot0', BOOT_CODE_FILE, CONFIG_FILE]));
+    expect(rig.relay(1).energised).toBe(false);
+    client = new Client({ name: 'upload-e2e-espruino', version: '1' });
+    await client.connect(mcpTransport(running));
+    const call = (name: string, args: Record<string, unknown>) => client!.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+    const first = (await call('relay_set', { device_id: 'bench-e', channel: 1, on: true })).structuredContent as unknown as CommandStatus;
+    let final = first;
+    const end = Date.now() + 15000;
+    while (!final.terminal && Date.now() < end)
+      final = (await call('get_action_status', { command_id: first.command_id, wait_ms: 2000 })).structuredContent as unknown as CommandStatus;
+    expect(final).toMatchObject({ state: 'completed', verified: true, evidence: 'aux_contact', error_code: null });
+    expect(rig.relay(1).contactClosed).toBe(true);
+  }, 90000);
 });
 
 describe('upload failures', () => {

@@ -60,8 +60,16 @@ function fmac(dir: string, bytes: string): string {
 /** Send an already serialised frame if the WebSocket is open; sealed once the link is up. */
 export function linkSendJson(j: string): void {
   if (!wsIsOpen()) return;
-  const b = utf8Enc(ph === 3 ? withCounter(j, ++txN) : j);
-  wsSend(ph === 3 ? seal(b, fmac(DEVICE_DIR, b)) : b);
+  if (ph !== 3) {
+    wsSend(utf8Enc(j));
+    return;
+  }
+  // The counter is spent only once the MAC exists: a MAC that fails (out of memory) must not leave
+  // a gap the host would take for a lost frame and refuse everything after.
+  const b = utf8Enc(withCounter(j, txN + 1));
+  const sealed = seal(b, fmac(DEVICE_DIR, b));
+  txN++;
+  wsSend(sealed);
 }
 
 /** Send a frame object if the WebSocket is open (any phase). */

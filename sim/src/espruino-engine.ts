@@ -7,7 +7,7 @@ import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, 
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RigConfig } from '@proofrig/protocol';
+import type { BoardDef, RigConfig } from '@proofrig/protocol';
 import { BOOT_CODE_FILE, CONFIG_FILE } from '@proofrig/protocol';
 import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import { shimSource } from './espruino-shim.js';
@@ -17,6 +17,10 @@ import { LinkProxy } from './link-proxy.js';
 
 /** Espruino's default analogWrite frequency (also the vm's). */
 const DEFAULT_PWM_HZ = 5000;
+/** Most edges in one pull answer (~10 bytes each: well inside a pipe's 64 KB); the rest follow pushed. */
+const MAX_PULL = 2000;
+/** Shortest gap between two pushes of edges to the interpreter, ms. */
+const PUSH_GAP_MS = 4;
 
 /** The interpreter binary named by PROOFRIG_ESPRUINO, or an error that says how to get one. */
 export function espruinoBinary(env: NodeJS.ProcessEnv = process.env): string {
@@ -43,6 +47,10 @@ export interface EspruinoEngineDeps {
   dir?: string;
   /** Serve the interpreter's own console over telnet on this loopback port (--telnet). */
   telnetPort?: number;
+  /** The board of the config in the interpreter's Storage at this boot (undefined: none). */
+  onBoard?: (board: BoardDef | undefined) => void;
+  /** Integrate the rig's motion up to clock time t (ms), so every edge before t has been emitted. */
+  catchUp?: (t: number) => void;
 }
 
 interface Watch {
@@ -56,8 +64,15 @@ export class EspruinoEngine {
   private pinServer: net.Server | undefined;
   private pinPort = 0;
   private pinSock: net.Socket | undefined;
-  private out: string[] = [];
-  private outScheduled = false;
+  /** Watch edges not yet known to be delivered, in order: seq of the first, then per edge its watch, time (ms) and code. */
+  private seq0 = 0;
+  private qWatch: number[] = [];
+  private qTime: number[] = [];
+  private qCode: number[] = [];
+  /** How many of the queued edges went out on the pin socket already. */
+  private pushed = 0;
+  private pushScheduled = false;
+  private lastPush = 0;
   private watches = new Map<number, Watch>();
   private timers = new Set<TimerHandle>();
   private busyUntil = new Map<number, number>();
@@ -96,6 +111,7 @@ export class EspruinoEngine {
     const child = spawnInterpreter(this.deps.binary, args, { cwd: this.dir, env });
     this.starts++;
     this.child = child;
+    this.dropEdges();
     this.stdoutBuf = '';
     child.stdout!.setEncoding('latin1');
     child.stdout!.on('data', (d: string) => {
@@ -119,7 +135,7 @@ export class EspruinoEngine {
     this.timers.clear();
     this.busyUntil.clear();
     this.watches.clear();
-    this.out = [];
+    this.dropEdges();
     this.pinSock?.destroy();
     this.pinSock = undefined;
     this.proxy?.resetAll();
@@ -231,6 +247,9 @@ export class EspruinoEngine {
         case 'G':
           this.answer(a[1]!, () => g.getMode(Number(a[0])) ?? '-');
           break;
+        case 'E':
+          this.answer(a[2]!, () => this.pull(Number(a[0]), Number(a[1]) * 1000));
+          break;
         case 'M':
           g.setMode(Number(a[0]), a[1] === 'auto' ? undefined : (a[1] as PinMode), a[2] === 'a');
           break;
@@ -263,8 +282,24 @@ export class EspruinoEngine {
           this.evals.shift()?.(v);
           break;
         }
+        case 'J': {
+          let board: BoardDef | undefined;
+          try {
+            board = m.length > 1 ? (JSON.parse(m.slice(1)) as BoardDef) : undefined;
+          } catch {
+            board = undefined;
+          }
+          this.deps.onBoard?.(board);
+          break;
+        }
+        case 'B':
+          // The shim ran: a boot, or reset()/load() typed at the console, which start the JavaScript
+          // afresh (watch ids count from 1 again and no edge has been delivered yet).
+          this.watches.clear();
+          this.dropEdges();
+          break;
         default:
-          break; // 'B' (shim ran), 'H' (pin channel up)
+          break; // 'H' (pin channel up)
       }
     } catch (e) {
       this.deps.print(`sim: ${(e as Error).message}`);
@@ -357,22 +392,82 @@ export class EspruinoEngine {
     const t = atMs ?? this.deps.clock.now();
     for (const [id, w] of this.watches) {
       if (w.pin !== pin) continue;
-      const d = w.data >= 0 ? String(this.deps.gpio.level(w.data)) : '-';
-      this.out.push(`${id} ${level} ${t} ${d}\n`);
+      // The interrupt samples the data pin at the edge (a quadrature encoder's B when A changes).
+      const data = w.data < 0 ? 0 : this.deps.gpio.level(w.data) === 1 ? 4 : 2;
+      this.qWatch.push(id);
+      this.qTime.push(t);
+      this.qCode.push(data + level);
     }
-    if (!this.outScheduled && this.out.length > 0) {
-      this.outScheduled = true;
-      setImmediate(() => {
-        this.outScheduled = false;
+    if (!this.pushScheduled && this.qWatch.length > this.pushed) {
+      // At most one push per PUSH_GAP_MS: every push costs the interpreter a socket read and a parse,
+      // and while it moves the firmware's timers pull the edges anyway.
+      this.pushScheduled = true;
+      setTimeout(() => {
+        this.pushScheduled = false;
+        this.lastPush = Date.now();
         this.flush();
-      });
+      }, Math.max(0, this.lastPush + PUSH_GAP_MS - Date.now()));
     }
   }
 
+  /** Push the edges not pushed yet, as one batch line. */
   private flush(): void {
-    if (!this.pinSock || this.out.length === 0) return;
-    this.pinSock.write(this.out.join(''));
-    this.out = [];
+    if (!this.pinSock || this.pushed >= this.qWatch.length) return;
+    const n = this.qWatch.length;
+    this.pinSock.write(this.encode(this.pushed, n) + '\n');
+    this.pushed = n;
+    // Pushed edges stay queued until a pull says they arrived; without pulls (a firmware with
+    // watches and no timers) keep only the last few thousand.
+    if (this.pushed > MAX_PULL * 4) this.pull(this.seq0 + this.pushed - MAX_PULL, NaN);
+  }
+
+  /**
+   * The shim's barrier before a firmware timer: it has dispatched every edge before sequence number
+   * `next`; integrate the motion up to its time `t` (ms) and answer every edge from `next` that
+   * happened by then (empty when none).
+   */
+  private pull(next: number, t: number): string {
+    const drop = Math.min(Math.max(0, next - this.seq0), this.qWatch.length);
+    if (drop > 0) {
+      this.qWatch.splice(0, drop);
+      this.qTime.splice(0, drop);
+      this.qCode.splice(0, drop);
+      this.seq0 += drop;
+      this.pushed = Math.max(0, this.pushed - drop);
+    }
+    if (Number.isFinite(t)) this.deps.catchUp?.(Math.min(t, this.deps.clock.now()));
+    let end = 0;
+    while (end < this.qWatch.length && end < MAX_PULL && this.qTime[end]! <= t) end++;
+    if (end === 0) return '';
+    this.pushed = Math.max(this.pushed, end); // the shim has them once this answer is read
+    return this.encode(0, end);
+  }
+
+  /** Queued edges [from, to) as the shim's batch: [seq, count, base ms, (-watch | dt µs·8 + data + state)...]. */
+  private encode(from: number, to: number): string {
+    let base = Infinity;
+    for (let k = from; k < to; k++) base = Math.min(base, this.qTime[k]!);
+    const parts: number[] = [this.seq0 + from, to - from, base];
+    let id = -1;
+    for (let k = from; k < to; k++) {
+      if (this.qWatch[k] !== id) {
+        id = this.qWatch[k]!;
+        parts.push(-id);
+      }
+      // µs after base, kept under 2^28 so the shim's 32-bit bit operations decode it (a batch spans
+      // well under a second; a later edge is clamped rather than wrapped).
+      const dt = Math.min(Math.round((this.qTime[k]! - base) * 1000), 2 ** 28 - 1);
+      parts.push(dt * 8 + this.qCode[k]!);
+    }
+    return JSON.stringify(parts);
+  }
+
+  private dropEdges(): void {
+    this.seq0 = 0;
+    this.qWatch = [];
+    this.qTime = [];
+    this.qCode = [];
+    this.pushed = 0;
   }
 }
 

@@ -2,19 +2,62 @@
 // Node (the Espruino engine). It runs before the firmware at every boot. Channel:
 // - interpreter → Node: lines "\x01<msg>\n" on the process's stdout (Espruino writes its console
 //   straight to stdout with fflush per byte: no Nagle, no batching);
-// - Node → interpreter: watch edges as lines on a loopback TCP socket (Node sets TCP_NODELAY; the
-//   interpreter picks them up on its next idle loop);
+// - Node → interpreter: watch edges in batches on a loopback TCP socket (Node sets TCP_NODELAY; the
+//   interpreter reads at most 536 bytes per socket per turn of its idle loop);
 // - digitalRead/getPinMode are synchronous on the chip, so they are a round trip: the read request
 //   goes out on stdout (after every earlier write, in order) and the shim blocks reading the named
 //   pipe `pins.fifo` in its working folder until Node answers there (about 1 ms on a loaded 2-core
 //   machine; a busy-wait on a plain file measured 11 ms, because it competes with Node for the
 //   CPU). The level read is the model's level after every earlier write, never a stale mirror.
+// - JsVar store: the ESP32 allocates its store once at boot (up to 16,383 JsVars); the 64-bit Linux
+//   build starts with 4,096 and grows only when no single JsVar is free, never for a flat string
+//   (an ArrayBuffer such as every crypto.SHA256 result), so at ~3,000 in use it fails those
+//   ("Not enough memory for result") where the chip would not. The shim grows it to 16,384 first.
+//
+// Watch edges. An ESP32 stamps each edge in its GPIO interrupt and queues it; the idle loop hands
+// every queued edge to its watch, in order, before it runs the timers that are due. Here:
+// - every edge has a sequence number; Node pushes them in batches (at most one per 4 ms), one line
+//   per batch: the JSON array [seq of the first edge, count, base ms, entries...], an entry being
+//   -id (the edges that follow are for watch id) or dt·8 + data + state (dt: µs after base; data:
+//   0 none, 2 low, 4 high). About 6 bytes per edge instead of a ~25-byte line per edge: the
+//   interpreter reads 536 bytes per socket per turn of its idle loop, parsed one 22-edge read per
+//   turn and fell ever further behind a 750 edges/s encoder (a stall at 70 mm seen at 45.6 mm);
+// - before any timer callback of the firmware runs, the shim pulls (a fifo round trip like a read)
+//   every edge up to the interpreter's getTime(), after Node has integrated the rig's motion up to
+//   that instant. So a timer never runs with edges from before its time still in flight, whatever
+//   the load (the firmware's 20 ms step tick, its settle verdict and its stop snapshot read the
+//   encoder count right after a timer fires); a timer that a dispatched watch callback cleared
+//   does not run (as on the chip, where events are handled before the timers);
+// - the shim counts delivered edges (NX): an edge both pushed and pulled is dispatched once.
+// Each event is {state, time, lastTime[, data]} as Espruino's setWatch gives it (time: when the
+// edge happened, in seconds of getTime()); lastTime moves on every edge of the pin, also on edges an
+// 'edge' option filters out; a callback that throws is reported and the next edge still runs.
+// Not reproduced: `pin` in the event and `debounce` (the firmware uses neither); an edge reaches its
+// callback at the next pull or push (a firmware timer, or within ~4 ms plus a turn of the idle loop),
+// not microseconds after it happened; edges and the host's socket data are two queues, not one.
+// The interpreter still needs the CPU a chip would have: a firmware timer that runs late (the
+// process starved on a loaded machine) lets the hardware step train run on, as it would on a chip
+// whose main loop stalled (measured: 20 ms ticks running 70-120 ms apart at load 15 on 2 cores).
+// At every boot the shim also sends the board of the config in Storage, so the rig model wires the
+// board the firmware will read (also one written by `proofrig upload --tcp` through the console).
 // ES5 only, no hoisting: everything is defined before it is used.
+import { CONFIG_FILE } from '@proofrig/protocol';
 
-/** Source of the `.boot0` file for a rig whose Node side listens on `port`. */
+/**
+ * Source of the `.boot0` file for a rig whose Node side listens on `port`. The shim is one string
+ * evaluated at boot, so its functions live in RAM: the Linux build reads code kept in Storage through
+ * an fopen/fread/fclose per chunk (an ESP32 maps flash into memory), which made the per-edge path
+ * cost ~4x more CPU (measured: 226 µs against 60 µs of CPU per edge).
+ */
 export function shimSource(port: number): string {
+  // The JsVar store is grown first (see above), then the shim is evaluated from RAM.
+  return `(function(){var g=[],i=0,k,c=' '.repeat(200);while(process.memory(false).total<16000&&i<4000)for(k=0;k<50;k++)g.push(c+(i++));})();
+eval(${JSON.stringify(shimBody(port))});\n`;
+}
+
+function shimBody(port: number): string {
   return `(function(){
-var fs=require('fs'),Q=0,NW=1,W={},P=${port|0},RX='',S;
+var fs=require('fs'),Q=0,NW=1,W={},P=${port | 0},RX='',S,NX=0,ST=setTimeout,SI=setInterval,TM={};
 var MODES=['analog','input','input_pullup','input_pulldown','output','opendrain','opendrain_pullup','af_output','af_opendrain'];
 function tx(s){USB.write('\\x01'+s+'\\n');}
 function pin(p){var n=(typeof p=='string'&&p.charAt(0)=='D')?parseInt(p.substr(1),10):+p;if(!(n>=0&&n<40&&n==(n|0)))throw new Error('Invalid pin!');return n;}
@@ -33,14 +76,21 @@ if(n>=6&&n<=11){print('WARNING: Unable to set watch. GPIO6..11 drive the flash c
 var id=NW++;W[id]={f:f,r:rep,e:edge,t:getTime()};tx('S'+id+' '+n+' '+d);return id;};
 global.clearWatch=function(id){if(arguments.length===0){W={};tx('C*');return;}if(id===undefined)throw new Error('clearWatch(undefined) not allowed. Use clearWatch() instead.');
 if(!W[id])throw new Error('Unknown Watch '+id);delete W[id];tx('C'+id);};
-function edge(l){var a=l.split(' '),w=W[a[0]],st,ev;if(!w)return;st=a[1]=='1';
-if((w.e==1&&!st)||(w.e==-1&&st)){w.t=a[2]/1000;return;}if(!w.r){delete W[a[0]];tx('C'+a[0]);}
-ev={state:st,time:a[2]/1000,lastTime:w.t};if(a[3]!='-')ev.data=a[3]=='1';w.t=ev.time;if(typeof w.f=='string')eval(w.f);else w.f(ev);}
-function line(l){if(l.charAt(0)=='!'){var r;try{r=JSON.stringify(eval(l.substr(1)));}catch(e){r=JSON.stringify('error: '+e);}tx('V'+r);return;}edge(l);}
+function batch(a){var n=a.length,i=3,k=a[0],b=a[2],id,w,x,t,ev,f;if(k+a[1]<=NX)return;for(;i<n;i++){x=a[i];if(x<0){id=-x;w=W[id];continue;}if(k++<NX)continue;NX=k;if(!w)continue;
+t=(b+(x>>3)/1e3)/1e3;if(w.e&&(w.e==1)!=(x&1)){w.t=t;continue;}ev={state:(x&1)==1,time:t,lastTime:w.t};w.t=t;if(x&6)ev.data=(x&4)!=0;
+f=w.f;if(!w.r){delete W[id];tx('C'+id);}try{if(typeof f=='string')eval(f);else f(ev);}catch(e){print('Uncaught '+e);}w=W[id];}}
+function pull(){var k,s;for(k in W){s=ask('E'+NX+' '+getTime());if(s)batch(JSON.parse(s));return;}}
+function wrap(a,rep){var f=a[0],o={},id,n=rep?SI:ST;if(typeof f!='function')return n.apply(undefined,a);
+a[0]=function(){try{pull();}catch(e){print('sim: '+e);}if(TM[id]!==o)return;if(!rep)delete TM[id];return f.apply(this,arguments);};id=n.apply(undefined,a);TM[id]=o;return id;}
+global.setTimeout=function(){return wrap(arguments,0);};
+global.setInterval=function(){return wrap(arguments,1);};
+function unwrap(n){return function(id){var r=n.apply(undefined,arguments);if(arguments.length===0)TM={};else delete TM[id];return r;};}
+global.clearTimeout=unwrap(clearTimeout);global.clearInterval=unwrap(clearInterval);
+function line(l){var c=l.charAt(0),r;if(c=='['){batch(JSON.parse(l));return;}if(c!='!')return;try{r=JSON.stringify(eval(l.substr(1)));}catch(e){r=JSON.stringify('error: '+e);}tx('V'+r);}
 Modules.addCached('Wifi','exports.connect=function(s,o,cb){setTimeout(function(){if(cb)cb(null);},250);};exports.disconnect=function(cb){if(cb)setTimeout(cb,0);};');
 try{S=require('net').connect({host:'127.0.0.1',port:P},function(){tx('H');});S.on('data',function(d){var a=(RX+d).split('\\n'),k,n=a.length-1;RX=a[n];for(k=0;k<n;k++)line(a[k]);});}
 catch(e){print('sim: cannot reach the rig model on port '+P+': '+e);}
+var C;try{C=require('Storage').readJSON(${JSON.stringify(CONFIG_FILE)},1);}catch(e){}tx('J'+(C&&C.board?JSON.stringify(C.board):''));C=undefined;
 tx('B');
-})();
-`;
+})();`;
 }

@@ -117,6 +117,17 @@ export class SimRig extends EventEmitter {
         onWrite: (pin, level) => this.safeEmit('write', pin, level),
         onPulse: (pin, value, times) => this.safeEmit('pulse', pin, value, times),
         onPwm: (pin, duty, freq) => this.safeEmit('pwm', pin, duty, freq),
+        // What the interpreter's Storage holds is the board (an upload through its console writes it there).
+        onBoard: (board) => {
+          const cfg = this.storage.readJSON(CONFIG_FILE, true);
+          if (board) this.storage.writeJSON(CONFIG_FILE, { ...(typeof cfg === 'object' && cfg ? cfg : {}), board });
+          else this.storage.erase(CONFIG_FILE);
+          this.loadBoard();
+          this.updateRelays();
+        },
+        catchUp: (t) => {
+          for (const s of this.slides.values()) s.catchUp(t);
+        },
       });
     }
     this.loadBoard();

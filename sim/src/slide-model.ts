@@ -181,6 +181,15 @@ export class SlideModel {
     this.schedule(now);
   }
 
+  /**
+   * Integrate the running train up to clock time t (ms; at most now): every step and encoder edge
+   * before t is emitted. For an engine whose firmware must not read the encoder ahead of the physics
+   * tick (the Espruino engine's barrier before a firmware timer).
+   */
+  catchUp(t: number): void {
+    this.advanceTo(Math.min(t, this.clock.now()));
+  }
+
   /** Stop for good: cancel the tick and unplug from the pins. */
   dispose(): void {
     if (this.tick !== undefined) this.clock.clearTimeout(this.tick);

@@ -44,7 +44,7 @@ export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what
 }
 
 export async function startE2E(
-  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Engine; firmwareFile?: string; offlineGraceMs?: number } = {},
+  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Engine; firmwareFile?: string; offlineGraceMs?: number; heartbeatMs?: number } = {},
 ): Promise<E2E> {
   const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
   const logs: Record<string, unknown>[] = [];
@@ -67,7 +67,7 @@ export async function startE2E(
       logger,
       // A real interpreter answers from its own event loop, which idles up to 50 ms between polls of
       // its sockets (Linux build), on a machine shared by several runs: give it a slower heartbeat.
-      heartbeatMs: o.engine === 'espruino' ? 400 : 150,
+      heartbeatMs: o.heartbeatMs ?? (o.engine === 'espruino' ? 400 : 150),
       offlineGraceMs: o.offlineGraceMs ?? 8000,
       seed: 7,
       engine: o.engine,

@@ -1,0 +1,153 @@
+// npm run bench:memory: the firmware's memory on the real Espruino interpreter, as process.memory()
+// JsVar counts, on the Linux build (PROOFRIG_ESPRUINO) and on its ESP32-format variant (16,383
+// JsVars of 14 bytes, ESPRUINO_ESP32_MEM=1 ../shared/espruino/build.sh; found through
+// PROOFRIG_ESPRUINO_ESP32MEM or its default cache folder). The 4-channel relay rig boots from
+// Storage, then takes a mixed load through the host core (test/helpers/memory-load.ts): readings
+// after boot, once the dedupe ring has filled, the highest during bursts, after more load and after
+// reconnects. Writes bench/espruino-memory.json and the README block between its markers.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import pino from 'pino';
+import { DEDUPE_RING_SIZE } from '@proofrig/protocol';
+import { serve } from '../../host/src/serve.js';
+import { memoryNow, memoryReading, mixedCommands, reconnects, type Mem } from '../../test/helpers/memory-load.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BOARD = join(ROOT, 'boards', 'relay-rig-4ch.json');
+const RIG = 'relay-rig-4ch';
+const FIRMWARE = join(ROOT, 'firmware', 'dist', 'proofrig.js');
+const ESP32MEM_DEFAULT = join(homedir(), '.cache/proofrig/espruino-c5ff787b-esp32mem/espruino-c5ff787b/bin/espruino');
+const LOAD_FRAMES = Number(process.env.MEMORY_FRAMES ?? 300);
+const RECONNECTS = Number(process.env.MEMORY_RECONNECTS ?? 10);
+const BURSTS = 3;
+const BURST_FRAMES = 20;
+
+interface Figures {
+  build: string;
+  binary: string;
+  blocksize: number;
+  total: number;
+  boot: number;
+  ringFull: number;
+  peak: number;
+  afterLoad: number;
+  afterReconnects: number;
+  frames: number;
+  reconnects: number;
+}
+
+async function measure(build: string, binary: string): Promise<Figures> {
+  process.env.PROOFRIG_ESPRUINO = binary;
+  const running = await serve({
+    db: ':memory:', port: 0, sims: [{ boardFile: BOARD }], firmwareFile: FIRMWARE, logger: pino({ level: 'silent' }),
+    heartbeatMs: 1000, offlineGraceMs: 8000, seed: 7, engine: 'espruino',
+  });
+  try {
+    const end = Date.now() + 60000;
+    while (!running.core.devices.view(RIG)?.online) {
+      if (Date.now() > end) throw new Error(`${build}: the rig did not come online`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const boot = await memoryReading(running, RIG);
+    const load = mixedCommands(running, RIG);
+    await load.run(4 * DEDUPE_RING_SIZE);
+    const ringFull = await memoryReading(running, RIG);
+    let peak: Mem = ringFull;
+    const top = (m: Mem) => {
+      if (m.usage > peak.usage) peak = m;
+    };
+    for (let i = 0; i < BURSTS; i++) top(await load.burst(BURST_FRAMES));
+    await load.run(Math.max(0, LOAD_FRAMES - load.totals().frames), { peek: top, peekEvery: 10 });
+    const afterLoad = await memoryReading(running, RIG);
+    await reconnects(running, RIG, RECONNECTS);
+    const afterReconnects = await memoryReading(running, RIG);
+    top(await memoryNow(running, RIG));
+    const f: Figures = {
+      build, binary, blocksize: boot.blocksize ?? 0, total: afterReconnects.total, boot: boot.usage, ringFull: ringFull.usage, peak: peak.usage,
+      afterLoad: afterLoad.usage, afterReconnects: afterReconnects.usage, frames: load.totals().frames, reconnects: RECONNECTS,
+    };
+    process.stderr.write(`  ${JSON.stringify(f)}\n`);
+    return f;
+  } finally {
+    await running.close();
+  }
+}
+
+const kb = (n: number) => (n / 1024).toFixed(1);
+
+function markdown(started: Date, fw: { raw: number; gzip: number }, rows: Figures[], notes: string[]): string {
+  const lines = [
+    `Measured ${started.toISOString().slice(0, 10)} by \`npm run bench:memory\` (firmware file ${fw.raw.toLocaleString('en-US')} B minified, ${fw.gzip.toLocaleString('en-US')} B gzip -9; ` +
+      `4-channel relay rig; ${rows[0]?.frames ?? 0} command and query frames, ${BURSTS} bursts of ${BURST_FRAMES} frames, ${RECONNECTS} reconnects). ` +
+      'JsVars in use (`process.memory().usage`, after Espruino\'s garbage collection), with the rig idle except for "peak":',
+    '',
+    '| interpreter | JsVar size, store | after boot | dedupe ring full | peak during load and bursts | after the load | after reconnects | peak in bytes | free at peak |',
+    '|---|---|---|---|---|---|---|---|---|',
+  ];
+  const n = (x: number) => x.toLocaleString('en-US');
+  for (const r of rows)
+    lines.push(
+      `| ${r.build} | ${r.blocksize} B, ${n(r.total)} | ${n(r.boot)} | ${n(r.ringFull)} | ${n(r.peak)} | ${n(r.afterLoad)} | ${n(r.afterReconnects)} | ${kb(r.peak * r.blocksize)} KB | ${n(r.total - r.peak)} |`,
+    );
+  const esp = rows.find((r) => r.blocksize === 14);
+  if (esp) {
+    lines.push(
+      '',
+      `On an ESP32 without PSRAM, Espruino sizes its JsVar store once at boot to (free heap − 40,000 B) / 14, at most 16,383 ` +
+        `(\`targets/esp32/main.c\`). The firmware's peak of ${esp.peak.toLocaleString('en-US')} JsVars is ${kb(esp.peak * 14)} KB of that store: ` +
+        `the chip must have at least ${kb(40000 + esp.peak * 14)} KB of free heap when Espruino starts just to hold it, and every byte above that is headroom ` +
+        `(the 16,383-JsVar maximum, ${kb(16383 * 14)} KB, needs ${kb(40000 + 16383 * 14)} KB free; Wi-Fi and sockets take their buffers from the 40,000 B left outside the store).`,
+    );
+  }
+  for (const n of notes) lines.push('', n);
+  return lines.join('\n') + '\n';
+}
+
+function writeReadme(md: string): void {
+  const readme = join(ROOT, 'README.md');
+  const text = readFileSync(readme, 'utf8');
+  const a = '<!-- espruino-memory:start -->';
+  const b = '<!-- espruino-memory:end -->';
+  if (text.includes(a) && text.includes(b)) writeFileSync(readme, text.slice(0, text.indexOf(a) + a.length) + '\n' + md + text.slice(text.indexOf(b)));
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--render')) {
+    // Render the README block again from the last run's bench/espruino-memory.json (no new measurement).
+    const last = JSON.parse(readFileSync(join(ROOT, 'bench', 'espruino-memory.json'), 'utf8')) as { started: string; firmware: { raw: number; gzip: number }; rows: Figures[]; notes: string[] };
+    const md = markdown(new Date(last.started), last.firmware, last.rows, last.notes);
+    process.stdout.write(md);
+    writeReadme(md);
+    process.exit(0);
+  }
+  const started = new Date();
+  const src = readFileSync(FIRMWARE);
+  const fw = { raw: src.length, gzip: gzipSync(src, { level: 9 }).length };
+  const builds: [string, string | undefined][] = [
+    ['Linux build (64-bit)', process.env.PROOFRIG_ESPRUINO],
+    ['ESP32 JsVar format (`ESPRUINO_ESP32_MEM=1`)', process.env.PROOFRIG_ESPRUINO_ESP32MEM ?? ESP32MEM_DEFAULT],
+  ];
+  const rows: Figures[] = [];
+  const notes: string[] = [];
+  for (const [name, bin] of builds) {
+    if (!bin || !existsSync(bin)) {
+      notes.push(`${name}: no interpreter (${bin ?? 'PROOFRIG_ESPRUINO unset'}); not measured.`);
+      continue;
+    }
+    process.stderr.write(`${name}: ${bin}\n`);
+    rows.push(await measure(name, bin));
+  }
+  const md = markdown(started, fw, rows, notes);
+  process.stdout.write(md);
+  writeFileSync(join(ROOT, 'bench', 'espruino-memory.json'), JSON.stringify({ started: started.toISOString(), firmware: fw, rows, notes }, null, 2) + '\n');
+  if (rows.length) writeReadme(md);
+  process.exit(0);
+}
+
+main().catch((e) => {
+  process.stderr.write(`bench:memory failed: ${(e as Error).stack}\n`);
+  process.exit(1);
+});
