@@ -17,8 +17,15 @@ export default defineConfig({
     ],
   },
   test: {
-    include: [
+    // A scope may narrow this (stryker.scope.config.mjs sets MUTATE_TESTS).
+    include: process.env.MUTATE_TESTS ? process.env.MUTATE_TESTS.split(',') : [
       'test/host-core.test.ts',
+      'test/host-commands.test.ts',
+      'test/host-plan.test.ts',
+      'test/host-devices.test.ts',
+      'test/host-journal.test.ts',
+      'test/host-device-events.test.ts',
+      'test/journal-retention.test.ts',
       'test/protocol-*.test.ts',
       'test/mcp-tools.test.ts',
       'test/link-contract.test.ts',

@@ -133,6 +133,9 @@ describe('a pruned command is answered "pruned", never "unknown", and its reques
     expect(again).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
     expect(again.detail).toMatch(/pruned/);
     expect(d.of('cmd').length).toBe(sent);
+    // The refusal is journaled under its own request id: the key stays with the pruned command's tombstone.
+    expect(again.request_id).not.toBe('my-key-1');
+    expect(core.commands.status(again.command_id)!.request_id).toBe(again.request_id);
   });
 
   it('tombstones survive a host restart', async () => {

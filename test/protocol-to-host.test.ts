@@ -38,6 +38,7 @@ const ok = {
   state: { t: 'state', q: 'q1', s: { up: 1, relays: [], axes: [{ axis: 'x', pos: 1, cmd: 1, moving: false, homed: true, fault: false, home: false, limit: false }] }, rid: 'r1', rst: 'done' },
   hb: { t: 'hb', up: 10, free: 1000 },
   err: { t: 'err', code: 'INTERNAL', msg: 'x', ref: 'r1' },
+  evt: { t: 'evt', id: 'e1', k: 'max_on', ch: 2, msg: 'relay 2 on longer than max_on_ms: switched off', s: { up: 9, relays: [{ ch: 2, cmd: false, pin: false, aux: false }], estop: false } },
 } as const;
 type Kind = keyof typeof ok;
 const ID = 'must be 1-64 chars of A-Z a-z 0-9 _ . : -';
@@ -45,9 +46,9 @@ const ID = 'must be 1-64 chars of A-Z a-z 0-9 _ . : -';
 describe('parseToHost accepts every well-formed frame as it is', () => {
   for (const [t, f] of Object.entries(ok))
     it(`${t}`, () => {
-      expect(parseToHost(JSON.stringify(f))).toEqual({ ok: true, f });
+      expect(parseToHost(JSON.stringify(f))).toStrictEqual({ ok: true, f });
     });
-  it('optional fields may be left out', () => {
+  it('optional fields may be left out (and do not come back as keys)', () => {
     for (const f of [
       { t: 'prog', rid: 'r1', pct: 0 },
       { t: 'prog', rid: 'r1', pct: 100 },
@@ -60,8 +61,25 @@ describe('parseToHost accepts every well-formed frame as it is', () => {
       { t: 'res', rid: 'r1', st: 'unverified', ev: 'none', ver: false, s: { up: 1, relays: [{ ch: 4, cmd: true, pin: null, aux: null }] }, ms: 0 },
       { t: 'res', rid: 'r1', st: 'rejected', ev: 'none', ver: false, code: 'BUSY', s: { up: 1, relays: [] }, ms: 0 },
       { t: 'hello', v: 1, dev: 'd', boot: 'b', fw: '', board: '', cn: 'c'.repeat(128) },
+      { t: 'hello', v: 1, dev: 'd'.repeat(64), boot: 'b', fw: 'f'.repeat(64), board: 'b'.repeat(64), cn: 'c'.repeat(16) },
+      { t: 'evt', id: 'e2', k: 'estop', msg: '', s: { up: 1, relays: [], estop: true } },
+      { t: 'res', rid: 'r1', st: 'failed', ev: 'none', ver: false, code: 'NO_FEEDBACK', s: { up: 1, relays: [] }, ms: 1 },
+      { t: 'state', q: 'q1', s: { up: 1, relays: Array.from({ length: 64 }, (_, i) => ({ ch: i + 1, cmd: null, pin: null, aux: null })) } },
+      {
+        t: 'state',
+        q: 'q1',
+        s: { up: 1, relays: [], axes: Array.from({ length: 16 }, (_, i) => ({ axis: 'a' + i, pos: i, cmd: i, moving: false, homed: true, fault: false, home: false, limit: false })) },
+      },
     ])
-      expect(parseToHost(JSON.stringify(f)), JSON.stringify(f)).toEqual({ ok: true, f });
+      expect(parseToHost(JSON.stringify(f)), JSON.stringify(f)).toStrictEqual({ ok: true, f });
+  });
+
+  it('a state snapshot is rebuilt from its known fields only', () => {
+    const s = { up: 1, relays: [{ ch: 1, cmd: true, pin: true, aux: null, x: 1 }], axes: [{ axis: 'x', pos: 1, cmd: 2, moving: true, homed: true, fault: false, home: false, limit: false, deep: { a: 1 } }], junk: 'y' };
+    expect(parseToHost(JSON.stringify({ t: 'state', q: 'q1', s }))).toStrictEqual({
+      ok: true,
+      f: { t: 'state', q: 'q1', s: { up: 1, relays: [{ ch: 1, cmd: true, pin: true, aux: null }], axes: [{ axis: 'x', pos: 1, cmd: 2, moving: true, homed: true, fault: false, home: false, limit: false }] } },
+    });
   });
 });
 
@@ -129,6 +147,19 @@ describe('parseToHost refuses each broken rule with its own message', () => {
     ['state', { rst: 'gone' }, 'state: rst must be running, done or unknown', undefined],
     ['hb', { up: 'x' }, 'hb: up must be a number', undefined],
     ['hb', { free: '1' }, 'hb: free must be a number', undefined],
+    ['hb', { bad: '1' }, 'hb: bad must be a number', undefined],
+    ['auth', { mac: 'X' + 'a'.repeat(63) }, 'auth: mac must be 64 lowercase hex chars', undefined],
+    ['auth', { mac: 'a'.repeat(63) + 'X' }, 'auth: mac must be 64 lowercase hex chars', undefined],
+    ['ack', { rid: ['r1'] }, 'ack: rid ' + ID, undefined],
+    ['res', { s: { up: 1, relays: Array.from({ length: 65 }, (_, i) => ({ ch: i, cmd: null, pin: null, aux: null })) } }, 'res: s.relays has more than 64 entries', 'r1'],
+    ['res', { s: { up: 1, relays: [], axes: Array.from({ length: 17 }, (_, i) => ({ axis: 'a' + i, pos: 0, cmd: 0, moving: false, homed: true, fault: false, home: false, limit: false })) } }, 'res: s.axes has more than 16 entries', 'r1'],
+    ['res', { s: { up: 1, relays: [], estop: 'yes' } }, 'res: s.estop must be a boolean', 'r1'],
+    ['evt', { id: '' }, 'evt: id ' + ID, undefined],
+    ['evt', { k: 'boom' }, 'evt: k must be one of max_on, estop', 'e1'],
+    ['evt', { ch: '2' }, 'evt: ch must be a number', 'e1'],
+    ['evt', { msg: undefined }, 'evt: msg must be a string of up to 1000 chars', 'e1'],
+    ['evt', { msg: 'm'.repeat(1001) }, 'evt: msg must be a string of up to 1000 chars', 'e1'],
+    ['evt', { s: { up: 1, relays: {} } }, 'evt: s.relays must be an array', 'e1'],
     ['err', { code: 1 }, 'err: needs string code (up to 32 chars) and msg (up to 1000), optional ref', undefined],
     ['err', { msg: undefined }, 'err: needs string code (up to 32 chars) and msg (up to 1000), optional ref', undefined],
     ['err', { ref: 2 }, 'err: needs string code (up to 32 chars) and msg (up to 1000), optional ref', undefined],
@@ -151,5 +182,7 @@ describe('parseToHost refuses each broken rule with its own message', () => {
     expect(parseToHost('[1]')).toEqual({ ok: false, code: 'MALFORMED_FRAME', msg: 'frame must be a JSON object' });
     expect(parseToHost('null')).toEqual({ ok: false, code: 'MALFORMED_FRAME', msg: 'frame must be a JSON object' });
     expect(parseToHost('{"t":1}')).toEqual({ ok: false, code: 'MALFORMED_FRAME', msg: 'frame has no string field "t" (its type)' });
+    expect(parseToHost('7')).toEqual({ ok: false, code: 'MALFORMED_FRAME', msg: 'frame must be a JSON object' });
+    expect(parseToHost('"res"')).toEqual({ ok: false, code: 'MALFORMED_FRAME', msg: 'frame must be a JSON object' });
   });
 });

@@ -25,10 +25,6 @@ export function isNum(x: unknown): x is number {
   return typeof x === 'number' && isFinite(x);
 }
 
-export function optStr(x: unknown): boolean {
-  return x === undefined || typeof x === 'string';
-}
-
 /** A string of at most `max` chars. */
 export function isStr(x: unknown, max: number): x is string {
   return typeof x === 'string' && x.length <= max;

@@ -15,6 +15,6 @@ export function profileSpeed(t: number, distMm: number, v: number, a: number): n
   const d = Math.abs(distMm);
   const total = moveDurationS(d, v, a);
   if (t <= 0 || t >= total) return 0;
-  const peak = d >= (v * v) / a ? v : Math.sqrt(d * a);
-  return Math.min(peak, a * t, a * (total - t));
+  // A short move's triangle peaks at sqrt(d·a) half way, which a·t and a·(total − t) already cap.
+  return Math.min(v, a * t, a * (total - t));
 }

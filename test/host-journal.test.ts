@@ -1,0 +1,368 @@
+// The journal: what is written is what comes back, across a restart too; the history of each
+// command; the lookups the host core decides with (request_id dedupe, the last motion of an axis,
+// open commands); the filters of list_commands; devices and their events; retention; and journals
+// written by earlier versions.
+import { mkdtempSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { BoardDef, DeviceState } from '@proofrig/protocol';
+import { Journal, blankCommand, type CommandRecord } from '../host/src/core/journal.js';
+
+const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
+const STATE: DeviceState = { up: 42, relays: [{ ch: 1, cmd: true, pin: true, aux: true }] };
+const DAY = 24 * 3600 * 1000;
+
+let dir: string;
+let path: string;
+let j: Journal;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'proofrig-journal-'));
+  path = join(dir, 'journal.db');
+  j = new Journal(path);
+});
+afterEach(() => j.close());
+
+let n = 0;
+/** A command with every field set to something other than its blank value. */
+function full(o: Partial<CommandRecord> = {}): CommandRecord {
+  n++;
+  return {
+    command_id: 'cmd_' + n,
+    device_id: 'rig1',
+    request_id: 'req_' + n,
+    action: 'stepper.move',
+    args: { axis: 'x', mm: 12.5 },
+    state: 'running',
+    accepted: true,
+    executed: true,
+    verified: true,
+    evidence: 'encoder',
+    error_code: 'POSITION_ERROR',
+    detail: 'some detail',
+    boot_id: 'boot1',
+    submitted_at: 1000,
+    updated_at: 1500,
+    terminal_at: null,
+    deadline_at: 9000,
+    estimated_ms: 2500,
+    progress: 42.5,
+    position: 7.25,
+    device_state: STATE,
+    device_state_at: 1400,
+    sends: 2,
+    sent_at: 1100,
+    ...o,
+  };
+}
+/** A blank command (every nullable field null, every flag false). */
+function blank(o: Partial<CommandRecord> = {}): CommandRecord {
+  n++;
+  return { ...blankCommand(), command_id: 'cmd_' + n, device_id: 'rig1', request_id: 'req_' + n, action: 'relay.set', args: { ch: 1, on: true }, submitted_at: 1000, updated_at: 1000, ...o };
+}
+const reopen = () => {
+  j.close();
+  j = new Journal(path);
+};
+
+describe('what is written comes back exactly, also after a restart', () => {
+  it('an open command with every field set', () => {
+    const c = full();
+    j.insert(c);
+    expect(j.get(c.command_id)).toStrictEqual(c);
+    reopen();
+    expect(j.get(c.command_id)).toStrictEqual(c);
+    expect(j.open()).toStrictEqual([c]);
+    expect(j.byRequest('rig1', c.request_id)).toStrictEqual(c);
+  });
+
+  it('a terminal command with every field set, and one with every field blank', () => {
+    const a = full({ state: 'failed', terminal_at: 2000 });
+    const b = blank({ state: 'rejected', terminal_at: 1000 });
+    j.insert(a);
+    j.insert(b);
+    reopen();
+    expect(j.get(a.command_id)).toStrictEqual(a);
+    expect(j.get(b.command_id)).toStrictEqual(b);
+    expect(j.open()).toStrictEqual([]);
+  });
+
+  it('an update lands, whether the command was written by this process or read back after a restart', () => {
+    const c = blank({ state: 'sent' });
+    j.insert(c);
+    j.update({ ...c, state: 'running', accepted: true, progress: 10, updated_at: 1200 }, true);
+    expect(j.get(c.command_id)).toMatchObject({ state: 'running', accepted: true, progress: 10, updated_at: 1200 });
+    reopen();
+    const done = { ...j.get(c.command_id)!, state: 'completed' as const, executed: true, verified: true, evidence: 'aux_contact' as const, terminal_at: 1300, updated_at: 1300 };
+    j.update(done, true);
+    reopen();
+    expect(j.get(c.command_id)).toStrictEqual(done);
+  });
+
+  it('a caller changing its record after writing does not change the journal’s copy', () => {
+    const c = blank({ state: 'sent' });
+    j.insert(c);
+    c.state = 'running';
+    const got = j.get(c.command_id)!;
+    expect(got.state).toBe('sent');
+    got.state = 'failed';
+    expect(j.get(c.command_id)!.state).toBe('sent');
+    expect(j.open()[0].state).toBe('sent');
+  });
+
+  it('an unknown command id is undefined', () => {
+    expect(j.get('cmd_nope')).toBeUndefined();
+    expect(j.byRequest('rig1', 'nope')).toBeUndefined();
+  });
+});
+
+describe('the history of a command', () => {
+  it('insert records the first state; a state change, or a note, adds an event; a write with neither adds none', () => {
+    const c = blank({ state: 'submitted', updated_at: 1000 });
+    j.insert(c, 'hello');
+    j.update({ ...c, state: 'sent', updated_at: 1100 }, true, 'deadline 700 ms');
+    j.update({ ...c, state: 'sent', progress: 5, updated_at: 1150 }, false);
+    j.update({ ...c, state: 'sent', progress: 5, updated_at: 1200 }, false, 'asked the device');
+    j.update({ ...c, state: 'running', progress: 5, updated_at: 1250 }, true);
+    expect(j.events(c.command_id)).toStrictEqual([
+      { at: 1000, state: 'submitted', note: 'hello' },
+      { at: 1100, state: 'sent', note: 'deadline 700 ms' },
+      { at: 1200, state: 'sent', note: 'asked the device' },
+      { at: 1250, state: 'running', note: null },
+    ]);
+    expect(j.get(c.command_id)!.progress).toBe(5);
+  });
+
+  it('rewriting an unchanged record changes nothing and adds no event', () => {
+    const c = blank({ state: 'sent' });
+    j.insert(c);
+    j.update({ ...c }, false);
+    expect(j.events(c.command_id)).toHaveLength(1);
+    expect(j.get(c.command_id)).toStrictEqual(c);
+  });
+});
+
+describe('lookups the host core decides with', () => {
+  it('byRequest: the command that could have reached the device wins over DEVICE_OFFLINE rejections of the same request_id', () => {
+    const off1 = blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1000 });
+    const ran = blank({ request_id: 'r', state: 'completed', terminal_at: 1100 });
+    const off2 = blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1200 });
+    j.insert(off1);
+    j.insert(ran);
+    j.insert(off2);
+    expect(j.byRequest('rig1', 'r')!.command_id).toBe(ran.command_id);
+    expect(j.byRequest('rig2', 'r')).toBeUndefined();
+  });
+
+  it('byRequest: with only DEVICE_OFFLINE rejections, the newest of them', () => {
+    const off1 = blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1000 });
+    const off2 = blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1200 });
+    j.insert(off1);
+    j.insert(off2);
+    expect(j.byRequest('rig1', 'r')!.command_id).toBe(off2.command_id);
+  });
+
+  it('byRequest finds an open command by its request_id on its device only', () => {
+    const c = blank({ request_id: 'r', state: 'sent', device_id: 'rig2' });
+    j.insert(c);
+    expect(j.byRequest('rig2', 'r')!.command_id).toBe(c.command_id);
+    expect(j.byRequest('rig1', 'r')).toBeUndefined();
+  });
+
+  it('lastTerminal: the ended motions of an action on a device, newest first; refusals and open ones are not among them', () => {
+    const a = blank({ action: 'stepper.move', state: 'completed', terminal_at: 3000 });
+    const b = blank({ action: 'stepper.move', state: 'failed', terminal_at: 5000 });
+    const refused = blank({ action: 'stepper.move', state: 'rejected', terminal_at: 6000 });
+    const open = blank({ action: 'stepper.move', state: 'running' });
+    const other = blank({ action: 'stepper.home', state: 'failed', terminal_at: 7000 });
+    const elsewhere = blank({ action: 'stepper.move', device_id: 'rig2', state: 'failed', terminal_at: 8000 });
+    for (const c of [a, b, refused, open, other, elsewhere]) j.insert(c);
+    expect(j.lastTerminal('rig1', 'stepper.move').map((c) => c.command_id)).toEqual([b.command_id, a.command_id]);
+  });
+
+  it('open: the commands not yet terminal, oldest first', () => {
+    const late = blank({ state: 'sent', submitted_at: 3000 });
+    const early = blank({ state: 'running', submitted_at: 2000 });
+    j.insert(late);
+    j.insert(early);
+    j.insert(blank({ state: 'completed', terminal_at: 2500 }));
+    expect(j.open().map((c) => c.command_id)).toEqual([early.command_id, late.command_id]);
+    j.update({ ...early, state: 'completed', terminal_at: 4000 }, true);
+    expect(j.open().map((c) => c.command_id)).toEqual([late.command_id]);
+    reopen();
+    expect(j.open().map((c) => c.command_id)).toEqual([late.command_id]);
+  });
+});
+
+describe('recent: the filters of list_commands', () => {
+  let ids: Record<string, string>;
+  beforeEach(() => {
+    const cs = {
+      a: blank({ device_id: 'rig1', action: 'relay.set', state: 'completed', terminal_at: 1100, submitted_at: 1000 }),
+      b: blank({ device_id: 'rig2', action: 'stepper.move', state: 'failed', terminal_at: 2100, submitted_at: 2000 }),
+      c: blank({ device_id: 'rig1', action: 'stepper.home', state: 'running', submitted_at: 3000 }),
+      d: blank({ device_id: 'rig1', action: 'relay.set', state: 'timeout', terminal_at: 4100, submitted_at: 4000 }),
+    };
+    for (const c of Object.values(cs)) j.insert(c);
+    ids = Object.fromEntries(Object.entries(cs).map(([k, c]) => [c.command_id, k]));
+  });
+  const names = (cs: CommandRecord[]) => cs.map((c) => ids[c.command_id]).join('');
+
+  it('newest first, at most 50 unless told', () => {
+    expect(names(j.recent())).toBe('dcba');
+    expect(names(j.recent({ limit: 2 }))).toBe('dc');
+  });
+  it('by device, states, actions, open', () => {
+    expect(names(j.recent({ device_id: 'rig1' }))).toBe('dca');
+    expect(names(j.recent({ states: ['failed', 'timeout'] }))).toBe('db');
+    expect(names(j.recent({ actions: ['relay.set', 'stepper.home'] }))).toBe('dca');
+    expect(names(j.recent({ open: true }))).toBe('c');
+    expect(names(j.recent({ states: [], actions: [] }))).toBe('dcba');
+  });
+  it('by submission time, both bounds inclusive', () => {
+    expect(names(j.recent({ since: 2000 }))).toBe('dcb');
+    expect(names(j.recent({ until: 3000 }))).toBe('cba');
+    expect(names(j.recent({ since: 2000, until: 3000, device_id: 'rig1' }))).toBe('c');
+  });
+  it('the default limit is 50', () => {
+    for (let i = 0; i < 60; i++) j.insert(blank({ state: 'completed', terminal_at: 5000, submitted_at: 5000 + i }));
+    expect(j.recent()).toHaveLength(50);
+  });
+});
+
+describe('devices', () => {
+  it('provisioned, re-keyed, seen, listed by id, and removed; their commands stay as history', () => {
+    j.provision('rig2', 's'.repeat(64), board, true);
+    j.provision('rig1', 'a'.repeat(64), board);
+    expect(j.device('rig2')).toStrictEqual({ device_id: 'rig2', secret: 's'.repeat(64), board, last_boot: null, last_seen: null, simulated: true });
+    j.provision('rig2', 'k'.repeat(64), { ...board, name: 'renamed' });
+    j.seen('rig2', 'boot9', 12345);
+    expect(j.device('rig2')).toStrictEqual({ device_id: 'rig2', secret: 'k'.repeat(64), board: { ...board, name: 'renamed' }, last_boot: 'boot9', last_seen: 12345, simulated: false });
+    expect(j.devices().map((d) => d.device_id)).toEqual(['rig1', 'rig2']);
+    const c = blank({ device_id: 'rig2', state: 'completed', terminal_at: 1000 });
+    j.insert(c);
+    expect(j.removeDevice('rig2')).toStrictEqual({ ok: true });
+    expect(j.device('rig2')).toBeUndefined();
+    expect(j.get(c.command_id)!.device_id).toBe('rig2');
+  });
+
+  it('removing an unknown device, or one with open commands, is refused saying why', () => {
+    expect(j.removeDevice('rig1')).toStrictEqual({ ok: false, reason: 'no device "rig1" is provisioned (known: none)' });
+    j.provision('rig1', 'a'.repeat(64), board);
+    j.provision('rig3', 'a'.repeat(64), board);
+    expect(j.removeDevice('rig2')).toStrictEqual({ ok: false, reason: 'no device "rig2" is provisioned (known: rig1, rig3)' });
+    const c = blank({ state: 'sent' });
+    j.insert(c);
+    expect(j.removeDevice('rig1')).toStrictEqual({ ok: false, reason: `device rig1 has 1 open command(s) (${c.command_id} relay.set sent); wait for them to end or cancel them first` });
+    expect(j.device('rig1')).toBeDefined();
+  });
+
+  it('device events: journaled once per boot and id, listed newest first up to a limit', () => {
+    const e = { device_id: 'rig1', boot_id: 'b1', event_id: 'e1', at: 100, kind: 'max_on', ch: 2, msg: 'off', device_state: STATE };
+    expect(j.deviceEvent(e)).toBe(true);
+    expect(j.deviceEvent({ ...e, msg: 'again' })).toBe(false);
+    expect(j.deviceEvent({ ...e, boot_id: 'b2', at: 200, ch: null, kind: 'estop' })).toBe(true);
+    expect(j.deviceEvents('rig1', 10)).toStrictEqual([
+      { ...e, boot_id: 'b2', at: 200, ch: null, kind: 'estop' },
+      e,
+    ]);
+    expect(j.deviceEvents('rig1', 1)).toHaveLength(1);
+    expect(j.deviceEvents('rig2', 10)).toEqual([]);
+  });
+});
+
+describe('retention', () => {
+  it('prunes terminal commands older than the age limit into tombstones, never an open one, and says how many went', () => {
+    const old = blank({ state: 'completed', terminal_at: 1000, submitted_at: 900 });
+    const young = blank({ state: 'completed', terminal_at: 40 * DAY });
+    const openOld = blank({ state: 'sent', submitted_at: 1 });
+    for (const c of [old, young, openOld]) j.insert(c);
+    const now = 31 * DAY + 1000 + 1;
+    expect(j.prune({ maxAgeMs: 30 * DAY, maxCommands: 100 }, now)).toBe(1);
+    expect(j.get(old.command_id)).toBeUndefined();
+    expect(j.events(old.command_id)).toEqual([]);
+    expect(j.pruned(old.command_id)).toStrictEqual({ command_id: old.command_id, device_id: 'rig1', request_id: old.request_id, action: 'relay.set', state: 'completed', submitted_at: 900, terminal_at: 1000, pruned_at: now });
+    expect(j.prunedByRequest('rig1', old.request_id)!.command_id).toBe(old.command_id);
+    expect(j.prunedByRequest('rig2', old.request_id)).toBeUndefined();
+    expect(j.get(young.command_id)).toBeDefined();
+    expect(j.get(openOld.command_id)).toBeDefined();
+    expect(j.prune({ maxAgeMs: 30 * DAY, maxCommands: 100 }, now)).toBe(0);
+  });
+
+  it('a command exactly at the age limit stays', () => {
+    const c = blank({ state: 'completed', terminal_at: 1000 });
+    j.insert(c);
+    expect(j.prune({ maxAgeMs: 500, maxCommands: 100 }, 1500)).toBe(0);
+    expect(j.prune({ maxAgeMs: 500, maxCommands: 100 }, 1501)).toBe(1);
+  });
+
+  it('beyond the count limit, the oldest terminal commands go first; open ones do not count', () => {
+    const cs = [3000, 1000, 2000, 4000].map((t) => blank({ state: 'completed', terminal_at: t }));
+    for (const c of cs) j.insert(c);
+    j.insert(blank({ state: 'sent' }));
+    expect(j.prune({ maxAgeMs: 365 * DAY, maxCommands: 2 }, 5000)).toBe(2);
+    expect(j.recent({ states: ['completed'] }).map((c) => c.terminal_at).sort()).toEqual([3000, 4000]);
+    expect(j.open()).toHaveLength(1);
+    expect(j.prune({ maxAgeMs: 365 * DAY, maxCommands: 2 }, 5000)).toBe(0);
+  });
+});
+
+describe('a journal written by an earlier version', () => {
+  it('gets the newer columns added in place, and its rows read back with them empty', () => {
+    j.close();
+    const old = join(dir, 'old.db');
+    const db = new Database(old);
+    db.exec(`CREATE TABLE commands (command_id TEXT PRIMARY KEY, device_id TEXT NOT NULL, request_id TEXT NOT NULL, action TEXT NOT NULL,
+      args TEXT NOT NULL, state TEXT NOT NULL, accepted INTEGER NOT NULL, executed INTEGER NOT NULL, verified INTEGER NOT NULL,
+      evidence TEXT, error_code TEXT, detail TEXT, boot_id TEXT, submitted_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+      terminal_at INTEGER, deadline_at INTEGER, estimated_ms INTEGER NOT NULL, progress REAL, device_state TEXT, device_state_at INTEGER,
+      sends INTEGER NOT NULL DEFAULT 0);
+      CREATE TABLE devices (device_id TEXT PRIMARY KEY, secret TEXT NOT NULL, board TEXT NOT NULL, last_boot TEXT, last_seen INTEGER);`);
+    db.prepare(`INSERT INTO commands VALUES ('cmd_old', 'rig1', 'r1', 'relay.set', '{"ch":1}', 'completed', 1, 1, 1, 'aux_contact', NULL, NULL, 'b1', 10, 20, 20, 30, 25, NULL, NULL, NULL, 1)`).run();
+    db.prepare(`INSERT INTO devices VALUES ('rig1', ?, ?, 'b1', 20)`).run('a'.repeat(64), JSON.stringify(board));
+    db.close();
+    j = new Journal(old);
+    expect(j.get('cmd_old')).toMatchObject({ command_id: 'cmd_old', state: 'completed', position: null, sent_at: null, evidence: 'aux_contact' });
+    expect(j.device('rig1')).toMatchObject({ simulated: false, last_boot: 'b1' });
+    const c = full();
+    j.insert(c);
+    expect(j.get(c.command_id)).toStrictEqual(c);
+  });
+});
+
+describe('group commit', () => {
+  it('outside a group, afterCommit runs at once; inside one, after the group ends', () => {
+    const order: string[] = [];
+    j.afterCommit(() => order.push('now'));
+    j.group(() => {
+      j.insert(blank({ state: 'sent' }));
+      j.afterCommit(() => order.push('after'));
+      order.push('in group');
+    });
+    expect(order).toEqual(['now', 'in group', 'after']);
+  });
+
+  it('with a deferred commit, writes of a group reach the disk and are told only when the deferred commit runs', () => {
+    j.close();
+    const later: (() => void)[] = [];
+    j = new Journal(path, (fn) => later.push(fn));
+    const c = blank({ state: 'sent' });
+    const told: string[] = [];
+    j.group(() => {
+      j.insert(c);
+      j.afterCommit(() => told.push('told'));
+    });
+    const other = new Database(path, { readonly: true });
+    const count = () => (other.prepare('SELECT COUNT(*) AS n FROM commands').get() as { n: number }).n;
+    expect(count()).toBe(0);
+    expect(told).toEqual([]);
+    expect(later).toHaveLength(1);
+    later[0]();
+    expect(count()).toBe(1);
+    expect(told).toEqual(['told']);
+    other.close();
+  });
+});
