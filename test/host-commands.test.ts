@@ -142,6 +142,9 @@ describe('the status of a command, field by field, from sent to completed', () =
       [1020, 'accepted'],
       [1120, 'completed'],
     ]);
+    // The history says which deadline the command was sent with.
+    expect(core.commands.history(s.command_id)[1].note).toBe(`deadline ${s.deadline_ms} ms`);
+    expect(s.deadline_ms).toBeGreaterThan(0);
   });
 
   it('an unverified result is executed but not verified; a refused one was neither accepted nor executed', async () => {
