@@ -34,6 +34,19 @@ afterEach(async () => {
   running = undefined;
 });
 
+/** Switch relay 1 of `device` on through MCP (relay_set) and follow it to its terminal status. */
+async function relayOneThroughMcp(running: Running, device: string): Promise<CommandStatus> {
+  client = new Client({ name: 'upload-e2e', version: '1' });
+  await client.connect(mcpTransport(running));
+  const call = (name: string, args: Record<string, unknown>) => client!.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+  const first = (await call('relay_set', { device_id: device, channel: 1, on: true })).structuredContent as unknown as CommandStatus;
+  let final = first;
+  const end = Date.now() + 15000;
+  while (!final.terminal && Date.now() < end)
+    final = (await call('get_action_status', { command_id: first.command_id, wait_ms: 2000 })).structuredContent as unknown as CommandStatus;
+  return final;
+}
+
 function tempDb(): string {
   return join(mkdtempSync(join(tmpdir(), 'proofrig-upload-')), 'state', 'journal.db');
 }
@@ -97,15 +110,7 @@ describe('upload to a blank simulated ESP32', () => {
     await until(() => running!.core.devices.view('bench-7')?.online === true && running!.core.devices.view('bench-7')?.state !== null, 8000, 'bench-7 online');
     expect(rig.relay(1).energised).toBe(false);
 
-    client = new Client({ name: 'upload-e2e', version: '1' });
-    await client.connect(mcpTransport(running));
-    const call = (name: string, args: Record<string, unknown>) => client!.callTool({ name, arguments: args }) as Promise<CallToolResult>;
-    const first = (await call('relay_set', { device_id: 'bench-7', channel: 1, on: true })).structuredContent as unknown as CommandStatus;
-    let final = first;
-    const end = Date.now() + 15000;
-    while (!final.terminal && Date.now() < end)
-      final = (await call('get_action_status', { command_id: first.command_id, wait_ms: 2000 })).structuredContent as unknown as CommandStatus;
-    expect(final).toMatchObject({ state: 'completed', verified: true, evidence: 'aux_contact', error_code: null });
+    expect(await relayOneThroughMcp(running, 'bench-7')).toMatchObject({ state: 'completed', verified: true, evidence: 'aux_contact', error_code: null });
     expect(rig.relay(1).contactClosed).toBe(true);
 
     // Neither the secret nor the Wi-Fi password in anything the uploader printed, verbose included.
@@ -236,15 +241,7 @@ describe.skipIf(!ESPRUINO_AVAILABLE)('upload to a freshly started Espruino inter
     // The shim is still there (and bound the pins of the boot that went online), next to what was uploaded.
     expect((await esp.evaluate('require("Storage").list()')) as string[]).toEqual(expect.arrayContaining(['.boot0', BOOT_CODE_FILE, CONFIG_FILE]));
     expect(rig.relay(1).energised).toBe(false);
-    client = new Client({ name: 'upload-e2e-espruino', version: '1' });
-    await client.connect(mcpTransport(running));
-    const call = (name: string, args: Record<string, unknown>) => client!.callTool({ name, arguments: args }) as Promise<CallToolResult>;
-    const first = (await call('relay_set', { device_id: 'bench-e', channel: 1, on: true })).structuredContent as unknown as CommandStatus;
-    let final = first;
-    const end = Date.now() + 15000;
-    while (!final.terminal && Date.now() < end)
-      final = (await call('get_action_status', { command_id: first.command_id, wait_ms: 2000 })).structuredContent as unknown as CommandStatus;
-    expect(final).toMatchObject({ state: 'completed', verified: true, evidence: 'aux_contact', error_code: null });
+    expect(await relayOneThroughMcp(running, 'bench-e')).toMatchObject({ state: 'completed', verified: true, evidence: 'aux_contact', error_code: null });
     expect(rig.relay(1).contactClosed).toBe(true);
   }, 90000);
 });
