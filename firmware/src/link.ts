@@ -133,7 +133,9 @@ function livenessCheck(): void {
   const idle = nowMs() - Math.max(okAt, wsCtlAt());
   const lim = hb * LIVENESS_MISSES;
   if (idle >= lim) down('nothing from the host for ' + Math.round(idle) + ' ms', false);
-  else lvT = setTimeout(livenessCheck, lim - idle);
+  // At least 1 ms: a remainder of a fraction of a microsecond re-armed the check at the same
+  // instant, forever on a clock that does not move between callbacks (chaos seed 260).
+  else lvT = setTimeout(livenessCheck, Math.max(1, lim - idle));
 }
 
 function beat(): void {
