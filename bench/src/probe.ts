@@ -5,11 +5,11 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
 import { serve } from '../../host/src/serve.js';
 import { newSecret } from '../../host/src/core/ids.js';
+import { driveCore } from './core-load.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const n = Number(process.argv[2] ?? 100);
@@ -53,23 +53,7 @@ if (process.argv[4] === 'mcp') {
   await running.close();
   process.exit(0);
 }
-let done = 0;
-const end = Date.now() + ms;
-const cpu0 = process.cpuUsage();
-const t = performance.now();
-await Promise.all(
-  devices.map(async (d) => {
-    let on = true;
-    while (Date.now() < end) {
-      const c = await running.core.submit({ device_id: d.id, action: 'relay.set', args: { ch: 3, on } });
-      const s = await running.core.waitTerminal(c.command_id, 5000);
-      if (s?.state === 'completed') done++;
-      on = !on;
-    }
-  }),
-);
-const secs = (performance.now() - t) / 1000;
-const cpu = process.cpuUsage(cpu0);
+const { done, secs, cpu } = await driveCore(running.core, devices, ms);
 console.log(JSON.stringify({ n, rate: Math.round(done / secs), done, commits, perCommit: +(done / commits).toFixed(1), commitMs: +(commitMs / commits).toFixed(2), cpuUsPerCmd: Math.round((cpu.user + cpu.system) / done) }));
 g.kill('SIGKILL');
 await running.close();

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
+import { driveCore } from './core-load.js';
 import pino from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -232,25 +233,7 @@ async function capacity(n: number): Promise<{ rate: number; cpuUs: number }> {
   const g = loadgen({ url: h.ws, mode: 'proofrig', devices });
   await until(() => devices.every((d) => h.running.core.devices.session(d.id) !== undefined), 60000 + 200 * n, `${n} load devices online`);
   await sleep(200);
-  let done = 0;
-  let bad = 0;
-  const end = Date.now() + CAP_MS;
-  const cpu0 = process.cpuUsage();
-  const t = performance.now();
-  await Promise.all(
-    devices.map(async (d) => {
-      let on = true;
-      while (Date.now() < end) {
-        const c = await h.running.core.submit({ device_id: d.id, action: 'relay.set', args: { ch: 3, on } });
-        const s = await h.running.core.waitTerminal(c.command_id, 5000);
-        if (s?.state === 'completed') done++;
-        else bad++;
-        on = !on;
-      }
-    }),
-  );
-  const secs = (performance.now() - t) / 1000;
-  const cpu = process.cpuUsage(cpu0);
+  const { done, bad, secs, cpu } = await driveCore(h.running.core, devices, CAP_MS);
   if (bad) notes.push(`capacity at ${n} devices: ${bad} commands did not complete`);
   await stop(g.child);
   await h.running.close();
