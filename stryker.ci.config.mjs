@@ -1,6 +1,6 @@
 // The bounded mutation check CI runs (`npm run mutate:ci`, from .ci/run): the code that decides
 // "completed" (the validator's `res` rules, the host core's result handling), request_id dedupe
-// (submit, neverSent, sameArgs) and the timeout formula, in incremental mode against the committed
+// (submit, momentRefusal, sameArgs) and the timeout formula, in incremental mode against the committed
 // test/mutation/stryker-incremental.json, so only mutants whose code or covering tests changed are
 // run again (refresh it with `npm run mutate:ci` and commit it after changing that code or its
 // tests). `npm run mutate` runs the whole truth path (stryker.scope.config.mjs).
@@ -28,7 +28,8 @@ export const CI_MUTATE = [
   // submit's checks and dedupe (in submitNow where submit only waits for the journal's commit).
   span('host/src/core/commands.ts', '  private submitNow(input: SubmitInput)', '  submit(input: SubmitInput)'),
   span('host/src/core/commands.ts', '  private resultNow('),
-  span('host/src/core/commands.ts', 'function neverSent('),
+  // Which refusals leave their request_id free for a retry judged anew (decided before anything was sent).
+  span('host/src/core/journal.ts', 'export function momentRefusal('),
   span('host/src/core/commands.ts', 'function sameArgs('),
 ];
 

@@ -2,6 +2,7 @@
 // status view of a command, and the retries a request_id allows. A scripted device on an
 // in-memory link and a virtual clock. (`await` on submit: its answer is the status either way.)
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { getEventListeners } from 'node:events';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +43,8 @@ describe('a refusal for an unreachable device says what the agent needs to know'
   it('a provisioned device that never connected', async () => {
     const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'a1' });
     expect(s).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE', request_id: 'a1', detail: 'device rig1 is offline (never connected); nothing was sent' });
+    // Never sent: it has no deadline.
+    expect(s.deadline_ms).toBeNull();
   });
 
   it('a device that was online says when it was last seen and how long ago', async () => {
@@ -62,7 +65,7 @@ describe('a refusal for an unreachable device says what the agent needs to know'
 });
 
 describe('STATE_READ_REQUIRED', () => {
-  it('keeps the caller’s request_id, names the failed motion, and a repeat of that request_id answers the same refusal', async () => {
+  it('keeps the caller’s request_id, names the failed motion, and a repeat of that request_id before the read is refused again and sends nothing', async () => {
     const d = await online('slide', 'stepper-rig', [axisState(0)]);
     const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
     await flush();
@@ -77,9 +80,149 @@ describe('STATE_READ_REQUIRED', () => {
       detail: `axis x ended its last motion ${s.command_id} failed MOTOR_STALL at 70.02 mm; read its real state with get_device_status refresh=true before moving it again`,
     });
     const again = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 }, request_id: 'move-2' });
-    expect(again.command_id).toBe(r.command_id);
+    expect(again).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED', request_id: 'move-2', detail: r.detail });
+    expect(again.command_id).not.toBe(r.command_id);
+    await flush();
+    expect(d.of('cmd')).toHaveLength(1);
     // A relay command on the same device is not a motion: it is not held back.
     expect((await core.submit({ device_id: 'slide', action: 'relay.set', args: { ch: 1, on: true } })).state).toBe('sent');
+  });
+
+  /** Run a motion on slide's axis x to its end: completed at `pos`, or failed MOTOR_STALL there. */
+  async function motion(d: FakeDevice, action: 'stepper.move' | 'stepper.home', st: 'completed' | 'failed', pos: number) {
+    const s = await core.submit({ device_id: 'slide', action, args: action === 'stepper.move' ? { axis: 'x', mm: 150 } : { axis: 'x' } });
+    await flush();
+    const rid = d.of('cmd').at(-1)!.rid;
+    const res = st === 'completed' ? { ev: 'encoder', ver: true } : { ev: 'encoder', ver: false, code: 'MOTOR_STALL', msg: 'stalled' };
+    d.send({ t: 'res', rid, st, ...res, s: { up: 2, relays: [], axes: [axisState(pos)] }, ms: 100 });
+    await flush();
+    clock.advance(10);
+    return s;
+  }
+  /** get_device_status refresh=true, answered by the device. */
+  async function refresh(d: FakeDevice) {
+    const p = core.deviceStatus('slide', true);
+    await flush();
+    const q = d.of('q').filter((f) => f.rid === undefined).at(-1)!;
+    d.send({ t: 'state', q: q.q, s: { up: 3, relays: [], axes: [axisState(70)] } });
+    expect((await p)!.source).toBe('device');
+  }
+  const move = () => core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 20 } });
+
+  it('a home after a failed move is held back as well; a stop never is', async () => {
+    const d = await online('slide', 'stepper-rig', [axisState(0)]);
+    await motion(d, 'stepper.move', 'failed', 70);
+    expect(await core.submit({ device_id: 'slide', action: 'stepper.home', args: { axis: 'x' } })).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED' });
+    expect((await core.submit({ device_id: 'slide', action: 'stop', args: { axis: 'x' } })).state).toBe('sent');
+  });
+
+  it('the newest motion of the axis decides, a move or a home', async () => {
+    const d = await online('slide', 'stepper-rig', [axisState(0)]);
+    await motion(d, 'stepper.move', 'completed', 150);
+    // After a completed motion the next one is not held back; a failed home after it is the last motion.
+    const home = await motion(d, 'stepper.home', 'failed', 3);
+    expect(home.state).toBe('sent');
+    expect(await move()).toMatchObject({
+      state: 'rejected',
+      error_code: 'STATE_READ_REQUIRED',
+      detail: `axis x ended its last motion ${home.command_id} failed MOTOR_STALL at 3 mm; read its real state with get_device_status refresh=true before moving it again`,
+    });
+    await refresh(d);
+    await motion(d, 'stepper.home', 'completed', 0);
+    const failed = await motion(d, 'stepper.move', 'failed', 40);
+    expect(await move()).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED', detail: expect.stringContaining(failed.command_id) });
+  });
+
+  it('a fault on one axis holds back motions of that axis only', async () => {
+    const x = stepperBoard.steppers![0];
+    const twoAxes: BoardDef = { ...stepperBoard, steppers: [x, { ...x, axis: 'y', name: 'lift', label: 'lift' }] };
+    core.provision('slide', SECRET, twoAxes);
+    const d = await online('slide', 'stepper-rig', [axisState(0), { ...axisState(0), axis: 'y' }]);
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'y', mm: 50 } });
+    await flush();
+    d.send({ t: 'res', rid: d.of('cmd')[0].rid, st: 'failed', ev: 'encoder', ver: false, code: 'MOTOR_STALL', msg: 'stalled', s: { up: 2, relays: [], axes: [axisState(0)] }, ms: 100 });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('failed');
+    expect((await move()).state).toBe('sent');
+    expect((await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'y', mm: 10 } })).error_code).toBe('STATE_READ_REQUIRED');
+  });
+
+  it('only a read of the real state after the fault clears it: an earlier one does not count', async () => {
+    const d = await online('slide', 'stepper-rig', [axisState(0)]);
+    await refresh(d);
+    clock.advance(10);
+    await motion(d, 'stepper.move', 'failed', 70);
+    expect((await move()).error_code).toBe('STATE_READ_REQUIRED');
+    await refresh(d);
+    expect((await move()).state).toBe('sent');
+  });
+
+  it('a motion that timed out with no position known: held back, naming no position', async () => {
+    const d = await online('slide', 'stepper-rig', [axisState(0)]);
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 150 } });
+    await flush();
+    d.link.close();
+    await flush();
+    clock.advance(s.deadline_ms! + 5000);
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', position_mm: null });
+    await online('slide', 'stepper-rig', [axisState(0)]);
+    expect(await move()).toMatchObject({
+      state: 'rejected',
+      error_code: 'STATE_READ_REQUIRED',
+      detail: `axis x ended its last motion ${s.command_id} timeout TIMEOUT; read its real state with get_device_status refresh=true before moving it again`,
+    });
+  });
+});
+
+describe('frames that arrive after a command ended change nothing', () => {
+  it('an ack or progress after the result leaves it completed, with its history as it was', async () => {
+    const d = await online('slide', 'stepper-rig', [axisState(0)]);
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 100 } });
+    await flush();
+    const rid = d.of('cmd')[0].rid;
+    d.send({ t: 'res', rid, st: 'completed', ev: 'encoder', ver: true, s: { up: 2, relays: [], axes: [axisState(100)] }, ms: 100 });
+    await flush();
+    d.send({ t: 'ack', rid, st: 'running' });
+    d.send({ t: 'prog', rid, pct: 50, pos: 50 });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'completed', progress_pct: null, position_mm: 100 });
+    expect(core.commands.history(s.command_id).map((e) => e.state)).toEqual(['submitted', 'sent', 'completed']);
+  });
+
+  it('progress without an ack before it: running, with one history event for it', async () => {
+    const d = await online('slide', 'stepper-rig', [axisState(0)]);
+    const s = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 100 } });
+    await flush();
+    d.send({ t: 'prog', rid: d.of('cmd')[0].rid, pct: 10 });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'running', accepted: true, progress_pct: 10, position_mm: null });
+    expect(core.commands.history(s.command_id).map((e) => e.state)).toEqual(['submitted', 'sent', 'running']);
+  });
+});
+
+describe('what listeners and lists see', () => {
+  it('every change of every command is told on "change", in order', async () => {
+    const d = await online();
+    const seen: string[] = [];
+    core.commands.on('change', (v) => seen.push(v.state));
+    await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'c1' });
+    await flush();
+    d.send({ t: 'ack', rid: 'c1', st: 'accepted' });
+    d.send({ t: 'res', rid: 'c1', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 1 });
+    await flush();
+    expect(seen).toEqual(['sent', 'accepted', 'completed']);
+  });
+
+  it('recent(n): the newest n commands of every device as statuses, newest first', async () => {
+    await online();
+    const a = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
+    clock.advance(1);
+    const b = await core.submit({ device_id: 'ghost', action: 'relay.set', args: { ch: 2, on: true } });
+    clock.advance(1);
+    const c = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true } });
+    expect(core.commands.recent(2)).toStrictEqual([core.status(c.command_id), core.status(b.command_id)]);
+    expect(core.commands.recent(5).map((s) => s.command_id)).toEqual([c.command_id, b.command_id, a.command_id]);
   });
 });
 
@@ -287,6 +430,8 @@ describe('past the deadline: the device is asked, and what it says decides (exac
       detail:
         'device rig1 restarted after this command was sent although it reports the same boot id boot0001 (up 100 ms, sent 178 ms ago); whatever it did for this command was lost with that boot and the host cannot tell whether the hardware acted. Read the device state before retrying.',
     });
+    // That ends it: no later note about the running it reported.
+    expect(core.commands.history(s.command_id).at(-1)).toMatchObject({ state: 'failed', note: expect.stringContaining('restarted after this command was sent') });
   });
 
   it('a new boot id: DEVICE_REBOOTED naming both boots', async () => {
@@ -325,6 +470,37 @@ describe('cancel, wait, and a host restart', () => {
     expect(r.stop).toMatchObject({ action: 'stop', state: 'rejected', error_code: 'DEVICE_OFFLINE' });
     expect(r.reason).toBe(r.stop!.detail);
     expect(r.target.state).toBe('sent');
+  });
+
+  it('cancel of a home on an online device: a stop for its axis is sent, and there is no refusal to report', async () => {
+    const d = await online('slide', 'stepper-rig', [axisState(0)]);
+    const home = await core.submit({ device_id: 'slide', action: 'stepper.home', args: { axis: 'x' } });
+    const r = (await core.commands.cancel(home.command_id))!;
+    expect(r).toMatchObject({ target: { command_id: home.command_id, state: 'sent' }, stop: { action: 'stop', state: 'sent' }, reason: null });
+    await flush();
+    expect(d.of('cmd').at(-1)).toMatchObject({ a: 'stop', p: { axis: 'x' } });
+  });
+
+  it('a wait that ended, on the change, the time limit or an abort, leaves no listener behind', async () => {
+    const d = await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'w1' });
+    const ac = new AbortController();
+    const listeners = () => [core.commands.listenerCount('change:' + s.command_id), getEventListeners(ac.signal, 'abort').length];
+    const aborted = core.commands.waitTerminal(s.command_id, 60_000, ac.signal);
+    expect(listeners()).toEqual([1, 1]);
+    ac.abort();
+    await aborted;
+    expect(listeners()).toEqual([0, 0]);
+    const timed = core.commands.waitTerminal(s.command_id, 50);
+    clock.advance(50);
+    await timed;
+    expect(listeners()).toEqual([0, 0]);
+    const ac2 = new AbortController();
+    const done = core.commands.waitTerminal(s.command_id, 60_000, ac2.signal);
+    await flush();
+    d.send({ t: 'res', rid: 'w1', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 1 });
+    expect((await done)!.state).toBe('completed');
+    expect([core.commands.listenerCount('change:' + s.command_id), getEventListeners(ac2.signal, 'abort').length]).toEqual([0, 0]);
   });
 
   it('waitTerminal: at once for a terminal or unknown command or no wait; else on the change, at the time limit, or on abort', async () => {

@@ -2,14 +2,13 @@
 // command; the lookups the host core decides with (request_id dedupe, the last motion of an axis,
 // open commands); the filters of list_commands; devices and their events; retention; and journals
 // written by earlier versions.
-import { mkdtempSync } from 'node:fs';
-import { readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BoardDef, DeviceState } from '@proofrig/protocol';
-import { Journal, blankCommand, type CommandRecord } from '../host/src/core/journal.js';
+import { Journal, blankCommand, momentRefusal, type CommandRecord } from '../host/src/core/journal.js';
 
 const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
 const STATE: DeviceState = { up: 42, relays: [{ ch: 1, cmd: true, pin: true, aux: true }] };
@@ -136,12 +135,74 @@ describe('the history of a command', () => {
     expect(j.get(c.command_id)!.progress).toBe(5);
   });
 
-  it('rewriting an unchanged record changes nothing and adds no event', () => {
+  it('rewriting an unchanged record changes nothing, adds no event, and does not touch the file', () => {
     const c = blank({ state: 'sent' });
     j.insert(c);
+    // data_version changes for a reader whenever another connection commits a change to the file.
+    const reader = new Database(path, { readonly: true });
+    const version = () => reader.pragma('data_version', { simple: true });
+    const v0 = version();
     j.update({ ...c }, false);
+    expect(version()).toBe(v0);
     expect(j.events(c.command_id)).toHaveLength(1);
     expect(j.get(c.command_id)).toStrictEqual(c);
+    j.update({ ...c, progress: 3 }, false);
+    expect(version()).not.toBe(v0);
+    reader.close();
+  });
+
+  it('an update with no state change and no note still lands, without an event', () => {
+    const c = blank({ state: 'sent' });
+    j.insert(c);
+    j.update({ ...c, progress: 7, updated_at: 1100 }, false);
+    expect(j.get(c.command_id)).toMatchObject({ progress: 7, updated_at: 1100 });
+    reopen();
+    expect(j.get(c.command_id)).toMatchObject({ progress: 7, updated_at: 1100 });
+    expect(j.events(c.command_id)).toHaveLength(1);
+  });
+
+  it('a note on an unchanged record adds its event', () => {
+    const c = blank({ state: 'sent' });
+    j.insert(c);
+    j.update({ ...c }, false, 'asked the device');
+    expect(j.events(c.command_id)).toStrictEqual([
+      { at: 1000, state: 'sent', note: null },
+      { at: 1000, state: 'sent', note: 'asked the device' },
+    ]);
+  });
+
+  it('updates that change different columns of one command, one after another, all land', () => {
+    const c = blank({ state: 'sent' });
+    j.insert(c);
+    j.update({ ...c, progress: 5 }, false);
+    j.update({ ...c, progress: 5, state: 'running', accepted: true, updated_at: 1200 }, true);
+    j.update({ ...c, progress: 5, state: 'running', accepted: true, updated_at: 1200, position: 4.5 }, false);
+    reopen();
+    expect(j.get(c.command_id)).toMatchObject({ progress: 5, state: 'running', accepted: true, updated_at: 1200, position: 4.5 });
+  });
+
+  it('a command that ended (read from the file, not kept in memory) can still be updated: a late note lands with its fields', () => {
+    const c = full({ state: 'timeout', terminal_at: 2000, error_code: 'TIMEOUT' });
+    j.insert(c);
+    reopen();
+    const late = { ...c, updated_at: 2500, device_state: { up: 99, relays: [] } };
+    j.update(late, false, 'late result from device ignored: completed');
+    expect(j.get(c.command_id)).toStrictEqual(late);
+    expect(j.events(c.command_id).at(-1)).toStrictEqual({ at: 2500, state: 'timeout', note: 'late result from device ignored: completed' });
+    reopen();
+    expect(j.get(c.command_id)).toStrictEqual(late);
+  });
+
+  it('a command inserted already past submitted has exactly the steps given as its history', () => {
+    const c = blank({ state: 'sent', updated_at: 1000 });
+    j.insert(c, null, [
+      { at: 1000, state: 'submitted', note: null },
+      { at: 1000, state: 'sent', note: 'deadline 178 ms' },
+    ]);
+    expect(j.events(c.command_id)).toStrictEqual([
+      { at: 1000, state: 'submitted', note: null },
+      { at: 1000, state: 'sent', note: 'deadline 178 ms' },
+    ]);
   });
 });
 
@@ -157,12 +218,46 @@ describe('lookups the host core decides with', () => {
     expect(j.byRequest('rig2', 'r')).toBeUndefined();
   });
 
+  it("the host's refusals of the moment (DEVICE_OFFLINE, BUSY, STATE_READ_REQUIRED, nothing sent) leave a request_id free; anything else holds it", () => {
+    const refusal = (code: string, o: Partial<CommandRecord> = {}) => blank({ request_id: 'r', state: 'rejected', error_code: code as CommandRecord['error_code'], terminal_at: 1000, ...o });
+    const moments = ['DEVICE_OFFLINE', 'BUSY', 'STATE_READ_REQUIRED'].map((code) => refusal(code));
+    for (const c of moments) {
+      expect(momentRefusal(c)).toBe(true);
+      j.insert(c);
+    }
+    expect(j.byRequest('rig1', 'r')!.command_id).toBe(moments[2].command_id);
+    const ran = blank({ request_id: 'r', state: 'sent', sent_at: 1100 });
+    j.insert(ran);
+    expect(j.byRequest('rig1', 'r')!.command_id).toBe(ran.command_id);
+    expect(() => j.insert(blank({ request_id: 'r', state: 'sent', sent_at: 1200 }))).toThrow(/UNIQUE/);
+    // the same codes answered by the device (sent), another code, or another state: they hold the request_id
+    const held = [
+      refusal('BUSY', { request_id: 'b', sent_at: 1100 }),
+      refusal('NOT_HOMED', { request_id: 'n' }),
+      refusal('INVALID_ARGS', { request_id: 'i' }),
+      blank({ request_id: 'f', state: 'failed', error_code: 'DEVICE_OFFLINE' as CommandRecord['error_code'], terminal_at: 1000 }),
+    ];
+    for (const c of held) {
+      expect(momentRefusal(c)).toBe(false);
+      j.insert(c);
+      expect(() => j.insert(blank({ request_id: c.request_id, state: 'sent', sent_at: 1200 }))).toThrow(/UNIQUE/);
+      expect(j.byRequest('rig1', c.request_id)!.command_id).toBe(c.command_id);
+    }
+  });
+
   it('byRequest: with only DEVICE_OFFLINE rejections, the newest of them', () => {
     const off1 = blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1000 });
     const off2 = blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1200 });
     j.insert(off1);
     j.insert(off2);
     expect(j.byRequest('rig1', 'r')!.command_id).toBe(off2.command_id);
+  });
+
+  it('byRequest never mixes up device and request ids that run together the same ("rig1" + "x" is not "rig" + "1x")', () => {
+    const c = blank({ device_id: 'rig1', request_id: 'x', state: 'sent' });
+    j.insert(c);
+    expect(j.byRequest('rig', '1x')).toBeUndefined();
+    expect(j.byRequest('rig1', 'x')!.command_id).toBe(c.command_id);
   });
 
   it('byRequest finds an open command by its request_id on its device only', () => {
@@ -257,6 +352,12 @@ describe('devices', () => {
     const c = blank({ state: 'sent' });
     j.insert(c);
     expect(j.removeDevice('rig1')).toStrictEqual({ ok: false, reason: `device rig1 has 1 open command(s) (${c.command_id} relay.set sent); wait for them to end or cancel them first` });
+    const c2 = blank({ state: 'running', action: 'stepper.home', args: { axis: 'x' } });
+    j.insert(c2);
+    expect(j.removeDevice('rig1')).toStrictEqual({
+      ok: false,
+      reason: `device rig1 has 2 open command(s) (${c2.command_id} stepper.home running, ${c.command_id} relay.set sent); wait for them to end or cancel them first`,
+    });
     expect(j.device('rig1')).toBeDefined();
   });
 
@@ -310,7 +411,90 @@ describe('retention', () => {
   });
 });
 
+describe('a new command starts blank', () => {
+  it('submitted, not accepted, executed nor verified, and nothing else known yet', () => {
+    expect(blankCommand()).toStrictEqual({
+      command_id: '', device_id: '', request_id: '', action: '', args: {}, state: 'submitted', accepted: false, executed: false, verified: false,
+      evidence: null, error_code: null, detail: null, boot_id: null, submitted_at: 0, updated_at: 0, terminal_at: null, deadline_at: null,
+      estimated_ms: 0, progress: null, position: null, device_state: null, device_state_at: null, sends: 0, sent_at: null,
+    });
+  });
+});
+
+describe('the journal holds device secrets: only this user may read it', () => {
+  const mode = (p: string) => statSync(p).mode & 0o777;
+
+  it('a new journal is created 0600 in a new .proofrig folder made 0700', () => {
+    const p = join(dir, 'state', '.proofrig', 'journal.db');
+    const k = new Journal(p);
+    k.insert(blank());
+    expect(mode(join(dir, 'state', '.proofrig'))).toBe(0o700);
+    expect(mode(p)).toBe(0o600);
+    expect(mode(p + '-wal')).toBe(0o600);
+    k.close();
+  });
+
+  it('the -wal and -shm files of a journal from before are made 0600 too', () => {
+    j.close();
+    const old = join(dir, 'old.db');
+    // An earlier version left the journal's WAL files readable by others (its writer still has them open).
+    const writer = new Database(old);
+    writer.pragma('journal_mode = WAL');
+    writer.exec('CREATE TABLE t (x)');
+    for (const f of [old, old + '-wal', old + '-shm']) chmodSync(f, 0o644);
+    j = new Journal(old);
+    writer.close();
+    for (const f of [old, old + '-wal', old + '-shm']) expect(mode(f)).toBe(0o600);
+  });
+
+  it('an in-memory journal (":memory:", or "" for a temporary one) leaves no file behind', () => {
+    // Would be created in the working folder (a file named ':memory:' never belongs there).
+    const stray = resolve(':memory:');
+    rmSync(stray, { force: true });
+    try {
+      for (const p of [':memory:', '']) {
+        const k = new Journal(p);
+        k.insert(blank());
+        expect(k.open()).toHaveLength(1);
+        k.close();
+      }
+      expect(existsSync(stray)).toBe(false);
+    } finally {
+      rmSync(stray, { force: true });
+    }
+  });
+});
+
 describe('a journal written by an earlier version', () => {
+  it('whose (device_id, request_id) index was unique outright: a retry after DEVICE_OFFLINE can run', () => {
+    j.close();
+    const old = join(dir, 'old-index.db');
+    const first = new Journal(old);
+    first.close();
+    const db = new Database(old);
+    db.exec('DROP INDEX commands_request_once; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
+    db.close();
+    j = new Journal(old);
+    j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1000 }));
+    const retry = blank({ request_id: 'r', state: 'sent' });
+    j.insert(retry);
+    expect(j.byRequest('rig1', 'r')!.command_id).toBe(retry.command_id);
+  });
+
+  it('whose index freed a request_id after DEVICE_OFFLINE only: a retry after a BUSY refusal can run', () => {
+    j.close();
+    const old = join(dir, 'old-index-sent.db');
+    new Journal(old).close();
+    const db = new Database(old);
+    db.exec("DROP INDEX commands_request_once; CREATE UNIQUE INDEX commands_request_sent ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE')");
+    db.close();
+    j = new Journal(old);
+    j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'BUSY', terminal_at: 1000 }));
+    const retry = blank({ request_id: 'r', state: 'sent', sent_at: 1100 });
+    j.insert(retry);
+    expect(j.byRequest('rig1', 'r')!.command_id).toBe(retry.command_id);
+  });
+
   it('gets the newer columns added in place, and its rows read back with them empty', () => {
     j.close();
     const old = join(dir, 'old.db');

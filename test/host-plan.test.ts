@@ -2,7 +2,8 @@
 // (rtt_max × 3 + device_processing_max + actuator_worst × 1.5, rounded up), the estimate an agent
 // is told, and the refusal of an unknown action or bad arguments, on the stepper rig
 // (device_processing_max 80 ms; relay 1 settles in 25 ms; axis x: travel 0..200 mm, 30 mm/s,
-// 200 mm/s², homing at 10 mm/s). A move's time is the trapezoid of motion.ts plus 100 ms settling.
+// 200 mm/s², homing at 10 mm/s). A move's time is the firmware's own profile ticks replayed
+// (motion.ts: acceleration, cruise, the final approach) plus 100 ms settling.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { BoardDef, DeviceState } from '@proofrig/protocol';
@@ -22,36 +23,36 @@ describe('planAction: the deadline and the estimate of each action', () => {
     expect(planAction(stepper, 'relay.set', { ch: 1, on: true }, RTT)).toStrictEqual({ ok: true, action: 'relay.set', idempotent: true, always: false, deadlineMs: 718, estimatedMs: 225 });
   });
 
-  it('stepper.move from a known position: 60 mm at 30 mm/s = 2.15 s + 100 ms → deadline 4055 ms', () => {
+  it('stepper.move from a known position: 60 mm at 30 mm/s = 2.56 s of profile ticks + 100 ms → deadline 4670 ms', () => {
     const p = planAction(stepper, 'stepper.move', { axis: 'x', mm: 100 }, RTT, at('x', 40));
-    expect(p).toStrictEqual({ ok: true, action: 'stepper.move', idempotent: true, always: false, deadlineMs: 4055, estimatedMs: 2450 });
+    expect(p).toStrictEqual({ ok: true, action: 'stepper.move', idempotent: true, always: false, deadlineMs: 4670, estimatedMs: 2860 });
   });
 
   it('stepper.move backwards covers the same distance as forwards', () => {
-    expect(planAction(stepper, 'stepper.move', { axis: 'x', mm: 40 }, RTT, at('x', 100))).toMatchObject({ deadlineMs: 4055, estimatedMs: 2450 });
+    expect(planAction(stepper, 'stepper.move', { axis: 'x', mm: 40 }, RTT, at('x', 100))).toMatchObject({ deadlineMs: 4670, estimatedMs: 2860 });
   });
 
-  it('stepper.move at a given speed: 60 mm at 10 mm/s = 6.05 s + 100 ms → deadline 9905 ms', () => {
-    expect(planAction(stepper, 'stepper.move', { axis: 'x', mm: 100, speed: 10 }, RTT, at('x', 40))).toMatchObject({ deadlineMs: 9905, estimatedMs: 6350 });
+  it('stepper.move at a given speed: 60 mm at 10 mm/s = 6.34 s + 100 ms → deadline 10340 ms', () => {
+    expect(planAction(stepper, 'stepper.move', { axis: 'x', mm: 100, speed: 10 }, RTT, at('x', 40))).toMatchObject({ deadlineMs: 10340, estimatedMs: 6640 });
   });
 
-  it('stepper.move with no known position plans for the whole travel (200 mm): deadline 11055 ms', () => {
-    const whole = { ok: true, action: 'stepper.move', idempotent: true, always: false, deadlineMs: 11055 };
+  it('stepper.move with no known position plans for the whole travel (200 mm, 7.22 s): deadline 11660 ms', () => {
+    const whole = { ok: true, action: 'stepper.move', idempotent: true, always: false, deadlineMs: 11660 };
     expect(planAction(stepper, 'stepper.move', { axis: 'x', mm: 100 }, RTT)).toMatchObject(whole);
     expect(planAction(stepper, 'stepper.move', { axis: 'x', mm: 100 }, RTT, at('y', 40))).toMatchObject(whole);
     expect(planAction(stepper, 'stepper.move', { axis: 'x', mm: 100 }, RTT, { up: 1, relays: [] })).toMatchObject(whole);
-    expect((planAction(stepper, 'stepper.move', { axis: 'x', mm: 100 }, RTT) as { estimatedMs: number }).estimatedMs).toBeCloseTo(200 + 6816.667 + 100, 2);
+    expect((planAction(stepper, 'stepper.move', { axis: 'x', mm: 100 }, RTT) as { estimatedMs: number }).estimatedMs).toBeCloseTo(200 + 7220 + 100, 6);
   });
 
   it('the whole travel is max − min: the same 200 mm on an axis that runs from 50 to 250 mm', () => {
     const ax = stepper.steppers![0];
     const shifted: BoardDef = { ...stepper, steppers: [{ ...ax, travel: { min_mm: 50, max_mm: 250 } }] };
-    expect(planAction(shifted, 'stepper.move', { axis: 'x', mm: 100 }, RTT)).toMatchObject({ ok: true, deadlineMs: 11055 });
-    expect(planAction(shifted, 'stepper.home', { axis: 'x' }, RTT)).toMatchObject({ ok: true, deadlineMs: 30905 });
+    expect(planAction(shifted, 'stepper.move', { axis: 'x', mm: 100 }, RTT)).toMatchObject({ ok: true, deadlineMs: 11660 });
+    expect(planAction(shifted, 'stepper.home', { axis: 'x' }, RTT)).toMatchObject({ ok: true, deadlineMs: 32390 });
   });
 
-  it('stepper.home: the whole travel at the homing speed, 20.05 s + 100 ms → deadline 30905 ms', () => {
-    expect(planAction(stepper, 'stepper.home', { axis: 'x' }, RTT, at('x', 10))).toStrictEqual({ ok: true, action: 'stepper.home', idempotent: true, always: false, deadlineMs: 30905, estimatedMs: 20350 });
+  it('stepper.home: the whole travel plus the 10 mm it may overrun at the homing speed, 21.04 s + 100 ms → deadline 32390 ms', () => {
+    expect(planAction(stepper, 'stepper.home', { axis: 'x' }, RTT, at('x', 10))).toStrictEqual({ ok: true, action: 'stepper.home', idempotent: true, always: false, deadlineMs: 32390, estimatedMs: 21340 });
   });
 
   it('estop.clear: no actuator time → 680 ms', () => {

@@ -26,7 +26,14 @@ const immediate = (fn: () => void) => void setImmediate(fn);
 class TestJournal extends Journal {
   commits = 0;
   failNext = false;
+  /** Fail the next commit the way SQLite can on a full disk or an I/O error: the transaction already rolled back. */
+  failRolledBackNext = false;
   protected override commit(): void {
+    if (this.failRolledBackNext) {
+      this.failRolledBackNext = false;
+      (this as unknown as { db: Database.Database }).db.exec('ROLLBACK');
+      throw new Error('database or disk is full (simulated)');
+    }
     if (this.failNext) {
       this.failNext = false;
       throw new Error('disk I/O error (simulated)');
@@ -148,6 +155,36 @@ describe('the journal batches writes and tells only after the commit', () => {
     expect(onDisk(reader, 'req_1')).toBe('accepted');
   });
 
+  it('a commit that fails with its transaction already gone (SQLite rolled it back itself) is handled the same; no onRollback is needed', async () => {
+    j = new TestJournal(path, immediate);
+    reader = new Database(path, { readonly: true });
+    j.insert(command(1));
+    await j.flushed();
+    j.failRolledBackNext = true;
+    j.insert(command(2));
+    const waiter = j.flushed().then(() => 'resolved', (e: Error) => e.message);
+    expect(() => j.settle()).not.toThrow();
+    expect(await waiter).toBe('journal commit failed (database or disk is full (simulated)); nothing of it was sent or answered');
+    expect(onDisk(reader, 'req_2')).toBeUndefined();
+    expect(j.open().map((x) => x.command_id)).toEqual(['cmd_1']);
+    // The journal goes on.
+    j.insert(command(3));
+    await j.flushed();
+    expect(onDisk(reader, 'req_3')).toBe('submitted');
+  });
+
+  it('rewriting an unchanged record opens no batch (nothing to commit)', () => {
+    j = new TestJournal(path, immediate);
+    const c = command(1);
+    j.insert(c);
+    j.settle();
+    expect(j.uncommitted).toBe(false);
+    j.update({ ...c }, false);
+    expect(j.uncommitted).toBe(false);
+    j.update({ ...c, progress: 1 }, false);
+    expect(j.uncommitted).toBe(true);
+  });
+
   it('a listener that throws after a commit does not keep the others from running', async () => {
     j = new TestJournal(path, immediate);
     const errors: unknown[] = [];
@@ -162,6 +199,33 @@ describe('the journal batches writes and tells only after the commit', () => {
     await j.flushed();
     expect(ran).toEqual([1, 3]);
     expect(errors.map((e) => (e as Error).message)).toEqual(['listener bug']);
+  });
+
+  it('with no one to tell of a listener that throws, the others still run', async () => {
+    j = new TestJournal(path, immediate);
+    const ran: number[] = [];
+    j.insert(command(1));
+    j.afterCommit(() => {
+      throw new Error('listener bug');
+    });
+    j.afterCommit(() => ran.push(2));
+    await j.flushed();
+    expect(ran).toEqual([2]);
+  });
+
+  it('without a deferral (virtual clock), a listener that throws fails the write that committed, loudly', () => {
+    j = new TestJournal(path);
+    const errors: unknown[] = [];
+    j.onCallbackError = (e) => errors.push(e);
+    expect(() =>
+      j.group(() => {
+        j.insert(command(1));
+        j.afterCommit(() => {
+          throw new Error('listener bug');
+        });
+      }),
+    ).toThrow('listener bug');
+    expect(errors).toEqual([]);
   });
 });
 

@@ -47,7 +47,7 @@ if (process.argv[4] === 'mcp') {
     });
   });
   const cpu = process.cpuUsage(cpu0);
-  console.log(JSON.stringify({ n, mcpRate: Math.round(r.done / (r.ms / 1000)), done: r.done, commits, commitMs: +(commitMs / commits).toFixed(2), cpuUsPerCmd: Math.round((cpu.user + cpu.system) / r.done) }));
+  console.log(JSON.stringify({ n, mcpRate: Math.round(r.done / (r.ms / 1000)), done: r.done, commits, commitMs: +(commitMs / commits).toFixed(2), cpuUsPerCmd: Math.round((cpu.user + cpu.system) / r.done), sysUsPerCmd: Math.round(cpu.system / r.done) }));
   m.kill('SIGKILL');
   g.kill('SIGKILL');
   await running.close();

@@ -64,11 +64,19 @@ async function main(): Promise<void> {
   let done = 0;
   const failing: RunResult[] = [];
   const started = Date.now();
+  // CPU of the whole process (every worker thread and V8's helpers): unlike wall time it does not grow
+  // when other work shares the cores, so it is the figure to compare runs and machines by.
+  const cpu0 = process.cpuUsage();
+
+  const cpuMs = () => {
+    const u = process.cpuUsage(cpu0);
+    return (u.user + u.system) / 1000;
+  };
 
   function summary(final: boolean): string[] {
     return [
       `seeds ${first}..${first + done - 1} (${done} runs${final ? '' : ` of ${o.runs}, still running`}, ${o.devices} rigs each, ${o.minutes} min of faults + 2 min settle)`,
-      `simulated time ${(simMs / 3_600_000).toFixed(1)} h; wall ${((Date.now() - started) / 1000).toFixed(1)} s on ${jobs} job(s) (${(wall / Math.max(1, done)).toFixed(0)} ms per run)`,
+      `simulated time ${(simMs / 3_600_000).toFixed(1)} h; wall ${((Date.now() - started) / 1000).toFixed(1)} s on ${jobs} job(s) (${(wall / Math.max(1, done)).toFixed(0)} ms per run); CPU ${(cpuMs() / 1000).toFixed(1)} s (${(cpuMs() / Math.max(1, done)).toFixed(0)} ms per run)`,
       `commands ${commands}; invariant checks ${checks}; failing seeds ${failing.length}`,
       `faults injected: ${Object.entries(faults)
         .sort()

@@ -4,7 +4,7 @@
 import { isTerminal } from '@proofrig/protocol';
 import type { BoardDef } from '@proofrig/protocol';
 import type { Clock } from '@proofrig/protocol/clock';
-import type { SimRig } from '@proofrig/sim';
+import { SWITCH_BAND_MM, type SimRig } from '@proofrig/sim';
 import type { CommandStatus } from '../../host/src/core/commands.js';
 import type { HostCore } from '../../host/src/core/host.js';
 
@@ -35,8 +35,19 @@ interface DeviceResult {
 const CLAIMS_NOT_EXECUTED = /not executed|nothing reached the device|nothing was sent|never received it/;
 
 const MOTION = new Set(['stepper.move', 'stepper.home']);
-/** A result first sent later than this after the device made it waited in the outbox (a link down, Nagle at most ~40 ms). */
-const HELD_MS = 50;
+/** A result sent later than this after it was made waited (outbox, Nagle): the hardware now says nothing about it. */
+const LIVE_MS = 50;
+
+/**
+ * How far the carriage can be from what its encoder says: the encoder's zero is where the home
+ * switch closed, anywhere in its band, and the encoder resolves one count. A device that judges
+ * "within tolerance" from its encoder (as it must: it has nothing else) cannot do better, so
+ * "at the target" means within the tolerance plus this (seed 2763: measured 0.20 mm off at a
+ * 0.2 mm tolerance, the carriage 0.275 mm off: 0.05 mm of band and 0.025 mm inside one 0.04 mm count).
+ */
+function measurable(ax: { encoder: { counts_per_mm: number } }): number {
+  return SWITCH_BAND_MM + 1 / ax.encoder.counts_per_mm;
+}
 
 export class Checker {
   violations: Violation[] = [];
@@ -52,8 +63,18 @@ export class Checker {
   private timeouts = new Map<string, { at: number; gen: number; online: boolean; detail: string }>();
   private terminals = new Map<string, { state: string; at: number; key: string }>();
   /** Per dev/axis: when its last motion ended in a fault and no state read followed yet. */
-  private unread = new Map<string, { at: number; cmd: string }>();
+  private unread = new Map<string, { at: number; seq: number; cmd: string }>();
+  /**
+   * Order of what the checker saw, finer than the clock: within one instant a fault result can be
+   * journaled after the host already sent the next command (seed 1383), while the client hears that
+   * its submit was sent only after the instant's other timers ran.
+   */
+  private seq = 0;
+  /** When each command's cmd frame first left the host (seq). */
+  private cmdSent = new Map<string, number>();
   private commandIds = new Set<string>();
+  /** Command ids of DEVICE_OFFLINE refusals some submit was answered with. */
+  private offlineRefusals = new Set<string>();
 
   constructor(
     private readonly clock: Clock,
@@ -81,6 +102,12 @@ export class Checker {
   submitted(s: CommandStatus): void {
     const k = this.key(s.device_id, s.request_id);
     if (!this.subs.has(k)) this.subs.set(k, { dev: s.device_id, rid: s.request_id, action: s.action, args: s.args });
+    // DEVICE_OFFLINE means nothing was sent: a later submit of the same request_id must be judged
+    // anew (the README tells agents to retry so), never answered with that old refusal (bug 3).
+    this.checks++;
+    if (this.offlineRefusals.has(s.command_id))
+      this.violation('a retry after DEVICE_OFFLINE is judged anew', this.name(s.device_id, s.request_id), `submit answered with the earlier refusal ${s.command_id} (${s.state} ${s.error_code ?? ''}) instead of judging the retry`);
+    else if (s.state === 'rejected' && s.error_code === 'DEVICE_OFFLINE') this.offlineRefusals.add(s.command_id);
     this.hostChange(s);
   }
 
@@ -108,13 +135,21 @@ export class Checker {
     // The models are new with each boot: note where the hardware stands now.
     const rig = this.rig(dev);
     const board = rig.board as BoardDef;
-    for (const r of board.relays) this.contact(dev, r.ch, rig.relay(r.ch).contactClosed);
+    for (const r of board.relays) {
+      this.contact(dev, r.ch, rig.relay(r.ch).contactClosed);
+      if (r.feedback.kind === 'pin_readback') this.pin(dev, r.pin, rig.pinLevel(r.pin));
+    }
     for (const a of board.steppers ?? []) this.record('axis:' + dev + ':' + a.axis, rig.axis(a.axis).stepping ? null : rig.axis(a.axis).pos);
   }
 
   /** A relay contact closed or opened (the rig's ground truth). */
   contact(dev: string, ch: number, closed: boolean): void {
     this.record('relay:' + dev + ':' + ch, closed);
+  }
+
+  /** The level of a relay output that only its pin read-back observes changed (the rig's ground truth). */
+  pin(dev: string, gpio: number, level: 0 | 1): void {
+    this.record('pin:' + dev + ':' + gpio, level);
   }
 
   /** An axis started or stopped moving (the rig's ground truth): its position while still, null while moving. */
@@ -128,16 +163,23 @@ export class Checker {
     h.push({ t: this.clock.now(), v });
   }
 
-  /** The recorded ground truth at time t (undefined: nothing recorded by then). */
-  private historyAt(key: string, t: number): boolean | number | null | undefined {
+  /**
+   * The recorded ground truth over the millisecond from t (the device's whole-ms uptime): the value
+   * just before t and every one it took from t until t + 1, since changes at the same instant may come
+   * before or after the device's decision (empty: nothing recorded by then). Searched from the end, as
+   * the moments asked about are recent.
+   */
+  private historyNear(key: string, t: number): (boolean | number | null)[] {
     const h = this.history.get(key);
-    if (!h) return undefined;
-    let v: boolean | number | null | undefined;
-    for (const e of h) {
-      if (e.t > t) break;
-      v = e.v;
+    if (!h) return [];
+    let i = h.length - 1;
+    while (i >= 0 && h[i].t >= t + 1) i--;
+    const out: (boolean | number | null)[] = [];
+    for (; i >= 0; i--) {
+      out.push(h[i].v);
+      if (h[i].t < t) break;
     }
-    return v;
+    return out;
   }
 
   powerLoss(dev: string): void {
@@ -174,6 +216,7 @@ export class Checker {
 
   frame(kind: 'send' | 'deliver' | 'delivered', dev: string, dir: 'to_host' | 'to_device', text: string): void {
     if (kind === 'send' && dir === 'to_host' && text.includes('"hello"')) this.hello(dev, text);
+    if (kind === 'send' && dir === 'to_device' && text.includes('"cmd"')) return this.cmdSend(dev, text);
     // Only commands to the device and results from it matter here; skip parsing the rest.
     if (dir === 'to_device' ? kind === 'send' || !text.includes('"cmd"') : kind !== 'send' || !text.includes('"res"')) return;
     let f: Record<string, unknown>;
@@ -195,15 +238,15 @@ export class Checker {
       const k = this.key(dev, f.rid);
       const list = this.results.get(k) ?? [];
       const gen = this.gens.get(dev) ?? 0;
-      // The moment that counts is when the device decided it: its first send, unless the link was down
-      // then and the result waited in the outbox (its state snapshot's uptime says when it was made).
-      // Later sends replay it.
+      // The moment that counts is when the device made it, which its state snapshot's uptime says, not
+      // when the frame left: it may have waited in the outbox (link down), behind Nagle (seed 213), or
+      // only for the end of the instant, in which the next command already switched the output (seed
+      // 600: a timer's writes leave after the other timers of that instant ran). Later sends replay it.
       if (!list.some((r) => r.gen === gen && r.st === f.st)) {
         const up = (f.s as { up?: unknown } | undefined)?.up;
         const boot = this.bootAt.get(dev + ':' + gen);
         const decided = typeof up === 'number' && boot !== undefined ? boot + up : this.clock.now();
-        const held = this.clock.now() - decided > HELD_MS;
-        const at = f.st === 'completed' ? this.atTarget(dev, f.rid, String(f.ev), held ? decided : undefined) : { ok: null, why: '' };
+        const at = f.st === 'completed' ? this.atTarget(dev, f.rid, String(f.ev), typeof up === 'number' && boot !== undefined ? decided : undefined) : { ok: null, why: '' };
         list.push({ st: String(f.st), gen, at: decided, atTarget: at.ok, why: at.why });
       }
       this.results.set(k, list);
@@ -219,32 +262,70 @@ export class Checker {
     }
   }
 
+  private cmdSend(dev: string, text: string): void {
+    let f: Record<string, unknown>;
+    try {
+      f = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (f.t !== 'cmd' || typeof f.rid !== 'string') return;
+    const k = this.key(dev, f.rid);
+    if (!this.cmdSent.has(k)) this.cmdSent.set(k, ++this.seq);
+  }
+
   /**
-   * Is the hardware at the target, as far as the evidence the device claims can see? Now, or at time
-   * `at` in the past from the recorded history (null when the history cannot say).
+   * Is the hardware at the target, as far as the evidence the device claims can see? At time `at` (the
+   * device's whole millisecond) from the recorded history; now when that time is unknown, or when the
+   * history cannot say and the result was sent soon after it was made (null otherwise).
    */
   private atTarget(dev: string, rid: string, ev: string, at?: number): { ok: boolean | null; why: string } {
+    if (at === undefined) return this.atTargetNow(dev, rid, ev);
+    const past = this.atTargetThen(dev, rid, ev, at);
+    // The history cannot say (a homing ends as its switch closes, before the physics tick records the stop).
+    if (past.ok === null && this.clock.now() - at <= LIVE_MS) return this.atTargetNow(dev, rid, ev);
+    return past;
+  }
+
+  private atTargetThen(dev: string, rid: string, ev: string, at: number): { ok: boolean | null; why: string } {
+    const s = this.subs.get(this.key(dev, rid));
+    if (!s) return { ok: null, why: '' };
+    const board = this.rig(dev).board as BoardDef;
+    // Within the device's millisecond the hardware may have changed: at target if it was at any value it took then.
+    const when = ` when the device decided it (t=${at}, sent ${this.clock.now() - at} ms later)`;
+    if (s.action === 'relay.set') {
+      if (ev === 'pin_readback') {
+        const def = board.relays.find((x) => x.ch === s.args.ch)!;
+        const want = s.args.on === !def.active_low ? 1 : 0;
+        const levels = this.historyNear('pin:' + dev + ':' + def.pin, at);
+        if (levels.length === 0) return { ok: null, why: '' };
+        return { ok: levels.includes(want), why: `relay ${String(s.args.ch)} pin GPIO${def.pin} at ${levels.join('/')}${when}, commanded on=${String(s.args.on)} (drive level ${want})` };
+      }
+      const closed = this.historyNear('relay:' + dev + ':' + String(s.args.ch), at).filter((v) => typeof v === 'boolean');
+      if (closed.length === 0) return { ok: null, why: '' };
+      return {
+        ok: closed.includes(s.args.on as boolean),
+        why: `relay ${String(s.args.ch)} contact ${closed.map((c) => (c ? 'closed' : 'open')).join('/')}${when}, commanded on=${String(s.args.on)} (evidence ${ev})`,
+      };
+    }
+    if (MOTION.has(s.action)) {
+      const ax = board.steppers!.find((a) => a.axis === s.args.axis)!;
+      const pos = this.historyNear('axis:' + dev + ':' + ax.axis, at).filter((v) => typeof v === 'number');
+      if (pos.length === 0) return { ok: null, why: '' };
+      const target = s.action === 'stepper.home' ? 0 : Number(s.args.mm);
+      return {
+        ok: pos.some((p) => Math.abs(p - target) <= ax.tolerance_mm + measurable(ax)),
+        why: `axis ${ax.axis} at ${pos.map((p) => p.toFixed(3)).join('/')} mm${when}, target ${target} mm (tolerance ${ax.tolerance_mm})`,
+      };
+    }
+    return { ok: null, why: '' };
+  }
+
+  private atTargetNow(dev: string, rid: string, ev: string): { ok: boolean | null; why: string } {
     const s = this.subs.get(this.key(dev, rid));
     if (!s) return { ok: null, why: '' };
     const rig = this.rig(dev);
     const board = rig.board as BoardDef;
-    if (at !== undefined) {
-      const when = ` when the device decided it (t=${at}, sent from its outbox later)`;
-      if (s.action === 'relay.set') {
-        if (ev === 'pin_readback') return { ok: null, why: '' };
-        const closed = this.historyAt('relay:' + dev + ':' + String(s.args.ch), at);
-        if (typeof closed !== 'boolean') return { ok: null, why: '' };
-        return { ok: closed === s.args.on, why: `relay ${String(s.args.ch)} contact ${closed ? 'closed' : 'open'}${when}, commanded on=${String(s.args.on)} (evidence ${ev})` };
-      }
-      if (MOTION.has(s.action)) {
-        const ax = board.steppers!.find((a) => a.axis === s.args.axis)!;
-        const pos = this.historyAt('axis:' + dev + ':' + ax.axis, at);
-        if (typeof pos !== 'number') return { ok: null, why: '' };
-        const target = s.action === 'stepper.home' ? 0 : Number(s.args.mm);
-        return { ok: Math.abs(pos - target) <= ax.tolerance_mm + 0.05, why: `axis ${ax.axis} at ${pos.toFixed(3)} mm${when}, target ${target} mm (tolerance ${ax.tolerance_mm})` };
-      }
-      return { ok: null, why: '' };
-    }
     if (s.action === 'relay.set') {
       const r = rig.relay(Number(s.args.ch));
       // pin_readback sees the MCU pin, not the coil or contact (the board says so): check what it claims to see.
@@ -261,7 +342,7 @@ export class Checker {
       const ax = board.steppers!.find((a) => a.axis === s.args.axis)!;
       const pos = rig.axis(String(s.args.axis)).pos;
       const target = s.action === 'stepper.home' ? 0 : Number(s.args.mm);
-      const ok = Math.abs(pos - target) <= ax.tolerance_mm + 0.05;
+      const ok = Math.abs(pos - target) <= ax.tolerance_mm + measurable(ax);
       return { ok, why: `axis ${ax.axis} at ${pos.toFixed(3)} mm, target ${target} mm (tolerance ${ax.tolerance_mm})` };
     }
     return { ok: null, why: '' };
@@ -285,8 +366,10 @@ export class Checker {
       // A motion command sent while its axis's last fault was not read since.
       if (s.state === 'sent' && MOTION.has(s.action)) {
         const u = this.unread.get(s.device_id + '/' + String(s.args.axis));
+        const sent = this.cmdSent.get(k);
         this.checks++;
-        if (u && Date.parse(s.submitted_at) >= u.at)
+        // A cmd frame on the wire orders it exactly; without one (the host died first) the submission time does.
+        if (u && (sent !== undefined ? sent > u.seq : Date.parse(s.submitted_at) >= u.at))
           this.violation(
             'an axis that ended in a fault is not driven again before a state read',
             this.name(s.device_id, s.request_id),
@@ -306,7 +389,7 @@ export class Checker {
     // A completed motion is itself a measured read of the axis.
     if (MOTION.has(s.action) && s.state === 'completed') this.unread.delete(s.device_id + '/' + String(s.args.axis));
     if (MOTION.has(s.action) && (s.state === 'failed' || s.state === 'timeout'))
-      this.unread.set(s.device_id + '/' + String(s.args.axis), { at: this.clock.now(), cmd: `${s.device_id}/${s.request_id} (${s.state}${s.error_code ? ' ' + s.error_code : ''})` });
+      this.unread.set(s.device_id + '/' + String(s.args.axis), { at: this.clock.now(), seq: ++this.seq, cmd: `${s.device_id}/${s.request_id} (${s.state}${s.error_code ? ' ' + s.error_code : ''})` });
     if (s.state === 'completed') {
       this.checks++;
       const produced = (this.results.get(k) ?? []).filter((r) => r.st === 'completed');

@@ -190,6 +190,9 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       if (what === 'start') checker.actuation(dev, 'motion ' + axis);
     });
     rig.on('contact', (ch: number, closed: boolean) => checker.contact(dev, ch, closed));
+    // Outputs observed only by their pin read-back: their level over time (writes, stuck faults, power).
+    const readback = new Set(board.relays.filter((r) => r.feedback.kind === 'pin_readback').map((r) => r.pin));
+    if (readback.size) rig.pins.onChange((pin, level) => readback.has(pin) && checker.pin(dev, pin, level));
     rig.on('boot', (gen: number) => {
       checker.booted(dev, gen);
       note(`${dev} boot ${gen}`);

@@ -5,14 +5,14 @@
 // one that counted short (failed). Per-axis state lives in parallel arrays indexed like
 // board.steppers; every callback is made at init, none per command, edge or tick.
 import type { AxisState, BoardDef, ErrorCode, StepperDef, SwitchDef } from '@proofrig/protocol';
-import { checkStepperHomeArgs, checkStepperMoveArgs, checkStopArgs, MIN_STEP_HZ, softLimits } from '@proofrig/protocol';
+import { checkStepperHomeArgs, checkStepperMoveArgs, checkStopArgs, HOME_OVERRUN_MM, MIN_STEP_HZ, softLimits, STEP_TICK_MS, stepHz } from '@proofrig/protocol';
 import type { Action, Done } from './action';
 import { pinInput, pinOutput, pinPwm, pinRead, pinWatch, pinWrite } from './hal';
 
 /** Wait after the last step before the encoder is read for the verdict, and a stop's still-check. */
 export const SETTLE_MS = 100;
 /** Profile tick: retunes the step rate and integrates the steps issued. */
-export const TICK_MS = 20;
+export const TICK_MS = STEP_TICK_MS;
 /** After a stop: when the encoder counts are snapshotted (queued edges drained, rotor settled). */
 export const STOP_SNAP_MS = 20;
 /** Shortest gap between two progress frames of one command. */
@@ -20,8 +20,15 @@ export const PROG_MS = 250;
 /** Slowest step rate while moving, so a move always finishes (the protocol refuses speeds below it). */
 export const MIN_HZ = MIN_STEP_HZ;
 
-/** Steps (in mm) without a single encoder count that mean the encoder, not the carriage, stopped. */
-const ENC_GAP_MM = 1;
+/**
+ * Steps (in mm) without a single encoder count that mean the encoder, not the carriage, stopped: the
+ * axis's tolerance, as the count then lags the carriage by that much and a later move would
+ * "complete" outside it (chaos seeds 617 and 624: 0.94 and 0.4 mm dead, below the 1 mm this was).
+ * Never under two count spacings, which a working encoder can leave between counts.
+ */
+function encGap(s: StepperDef): number {
+  return Math.max(s.tolerance_mm, 2 / s.encoder.counts_per_mm);
+}
 const IDLE = 0;
 const MOVE = 1;
 const HOME = 2;
@@ -64,7 +71,7 @@ const CP: number[] = [];
 const LC: number[] = [];
 const LS: number[] = [];
 const LE: number[] = [];
-/** The encoder came back after this move's steps ran on without a single count for a while (ENC_GAP_MM). */
+/** The encoder came back after this move's steps ran on without a single count for a while (encGap). */
 const BACK: boolean[] = [];
 const IV: (TimerId | undefined)[] = [];
 /** analogWrite options, one object per axis, retuned in place. */
@@ -130,7 +137,7 @@ function halt(i: number): void {
 
 /**
  * Report the command on axis i and free the axis. An encoder that stopped counting while the steps
- * ran on (ENC_GAP_MM without a count) loses the position: everything the carriage travelled meanwhile
+ * ran on (encGap without a count) loses the position: everything the carriage travelled meanwhile
  * is missing from the count, and later moves would "complete" by it at the wrong place (chaos seeds
  * 59 and 61). Unless the move ended in a stall (steps against a stop count nothing either) and the
  * encoder never came back, a homed axis is homed no more (NOT_HOMED until stepper.home) and the
@@ -144,10 +151,11 @@ function end(i: number, st: 'completed' | 'failed' | 'cancelled', ev: 'encoder' 
   if (HOMED[i] && st !== 'completed' && m !== IDLE) {
     const s = AX[i];
     counted(i);
-    const gap = SD[i] - LE[i] >= ENC_GAP_MM * s.steps_per_mm && code !== 'MOTOR_STALL';
+    const g = encGap(s);
+    const gap = SD[i] - LE[i] >= g * s.steps_per_mm && code !== 'MOTOR_STALL';
     if (BACK[i] || gap) {
       HOMED[i] = false;
-      if (code !== 'NO_FEEDBACK') msg += '; the encoder stopped counting for ' + ENC_GAP_MM + ' mm of steps or more: position unknown, home the axis before moving it again';
+      if (code !== 'NO_FEEDBACK') msg += '; the encoder stopped counting for ' + g + ' mm of steps or more: position unknown, home the axis before moving it again';
     }
   }
   done(slot, st, ev, ver, code, msg);
@@ -239,7 +247,7 @@ function outside(i: number): boolean {
  */
 function counted(i: number): void {
   if (CNT[i] !== LC[i]) {
-    if (LS[i] - LE[i] >= ENC_GAP_MM * AX[i].steps_per_mm) BACK[i] = true;
+    if (LS[i] - LE[i] >= encGap(AX[i]) * AX[i].steps_per_mm) BACK[i] = true;
     LC[i] = CNT[i];
     LE[i] = SD[i];
   }
@@ -269,17 +277,8 @@ function tick(i: number): void {
       s.axis + ': home switch on GPIO' + s.home.pin + ' never closed within ' + r2(NST[i] / s.steps_per_mm) + ' mm (encoder moved ' +
       f2(pos(i) - CP[i]) + ' mm); check the switch wiring');
   }
-  const spm = s.steps_per_mm;
-  const a = s.accel_mm_s2;
-  // Trapezoid: accelerate with time, cruise, decelerate on the distance left (so a move that
-  // lags never crawls), and never overrun the last steps by more than one tick.
-  let v = Math.min(V[i], s.max_speed_mm_s, a * (t - T0[i]));
-  if (MODE[i] === MOVE) v = Math.min(v, Math.sqrt((2 * a * rem) / spm));
-  let hz = v * spm;
-  if (hz * TICK_MS > rem * 1000) hz = (rem * 1000) / TICK_MS;
-  hz = Math.round(Math.max(MIN_HZ, Math.min(hz, s.driver.max_step_hz)));
-  // Espruino's ESP32 PWM sends exactly 5000 Hz to its shared default timer: keep to this pin's own.
-  if (hz === 5000) hz = 5001;
+  // The shared profile (protocol motion.ts): the host plans the deadline on the same ticks.
+  const hz = stepHz(s, V[i], t - T0[i], rem, MODE[i] === MOVE);
   if (hz !== HZ[i]) setHz(i, hz);
   if (t - TP[i] >= PROG_MS / 1000) {
     TP[i] = t;
@@ -358,7 +357,7 @@ function homeRun(slot: number, p: Record<string, unknown>): void {
   BACK[i] = false;
   if (closed(s.home)) return homed(i, 'already closed');
   if (faultFirst(i)) return;
-  start(i, -1, Math.round((s.travel.max_mm - s.travel.min_mm + 10) * s.steps_per_mm), s.home_speed_mm_s, HOME);
+  start(i, -1, Math.round((s.travel.max_mm - s.travel.min_mm + HOME_OVERRUN_MM) * s.steps_per_mm), s.home_speed_mm_s, HOME);
 }
 
 function axisBusy(p: Record<string, unknown>): string | null {

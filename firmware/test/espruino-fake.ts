@@ -50,6 +50,11 @@ export interface Rig {
   now(): number;
   /** Move the virtual clock, running due timers in order. */
   advance(ms: number): void;
+  /**
+   * The event loop busy for ms (a Wi-Fi or flash stall, a long callback): the clock and the PWM
+   * step trains run on, every timer that fell due meanwhile runs late, when the loop is back.
+   */
+  stall(ms: number): void;
   pins: Record<number, number>;
   modes: Record<number, string>;
   writes: [number, number][];
@@ -170,6 +175,10 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
     }
     now = end;
   }
+  function stall(ms: number): void {
+    now += ms;
+    for (const t of timers) if (t.at < now) t.at = now;
+  }
   function read(pin: number): number {
     if (board) {
       for (const r of board.relays) {
@@ -270,6 +279,7 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
   const rig: Rig = {
     now: () => now,
     advance,
+    stall,
     pins,
     modes,
     writes,

@@ -111,13 +111,18 @@ function firstClosureScope(fns: Function[]): object | undefined {
     }
     return undefined;
   } finally {
-    post('Runtime.releaseObjectGroup', { objectGroup: group });
     k.roots.length = 0;
     k.hold.length = 0;
+    // A connected inspector session keeps every vm context it has seen alive (each rig boot is a new
+    // context): a long chaos run grew ~2 MB per seed until it ran out of memory. So the session lives
+    // for one walk only; its object ids, and the two arrays it knows, go with it.
+    session!.disconnect();
+    session = undefined;
+    kept = undefined;
   }
 }
 
-/** Two host-side arrays the inspector knows by id for the whole session (the roots handed in, the scope pushed out). */
+/** Two host-side arrays the inspector knows by id for the session (the roots handed in, the scope pushed out). */
 let kept: { roots: Function[]; hold: object[]; rootsId: string; holdId: string } | undefined;
 function keep(): NonNullable<typeof kept> {
   if (kept) return kept;

@@ -36,23 +36,3 @@ export const BOOT_ID_REPEATS_ON_ESPRUINO = false;
 export function rebootTest(engine: Engine): typeof it | typeof it.fails {
   return engine === 'espruino' && BOOT_ID_REPEATS_ON_ESPRUINO ? it.fails : it;
 }
-
-/**
- * Scenarios that do not pass reliably on the Espruino engine yet, and the measured reason. They
- * still run on the vm engine; on the Espruino engine they are skipped by name, visibly.
- * Cause (measured 2026-12-01 on this 2-core machine, load 7-20): the encoder edges now arrive in
- * time (stall, missed steps and stop pass), but the firmware ends a move on its 20 ms step tick,
- * and a starved interpreter runs that tick 70-120 ms apart while the step train runs on: the
- * carriage ends 0.2-3.7 mm past the target (tolerance 0.2 mm), so the device rightly reports
- * POSITION_ERROR. The same would happen on a chip whose event loop stalls that long near the
- * target; the remedy is a final approach slow enough for one late tick, not a looser test.
- */
-export const ESPRUINO_PENDING: Record<string, string> = {
-  move150: 'a late 20 ms step tick on a starved interpreter overshoots the 0.2 mm tolerance',
-  repeatedMove: 'a late 20 ms step tick on a starved interpreter overshoots the 0.2 mm tolerance',
-};
-
-/** `it`, or `it.skip` on the Espruino engine for a scenario listed in ESPRUINO_PENDING. */
-export function scenario(engine: Engine, key: keyof typeof ESPRUINO_PENDING): typeof it | typeof it.skip {
-  return engine === 'espruino' && ESPRUINO_PENDING[key] ? it.skip : it;
-}

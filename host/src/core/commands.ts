@@ -14,7 +14,7 @@ import {
 } from '@proofrig/protocol';
 import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import type { Devices } from './devices.js';
-import { blankCommand, type CommandRecord, type Journal } from './journal.js';
+import { blankCommand, momentRefusal, type CommandRecord, type Journal } from './journal.js';
 import type { Session } from './session.js';
 import { newCommandId, newRequestId } from './ids.js';
 import { planAction } from './plan.js';
@@ -104,9 +104,10 @@ export class Commands extends EventEmitter {
       const prior = this.journal.byRequest(dev, input.request_id);
       if (prior) {
         const same = prior.action === input.action && sameArgs(prior.args, input.args);
-        // DEVICE_OFFLINE means nothing was sent: a retry with the same request_id runs as a new
-        // command (new command_id); the rejection stays in the journal under its own id.
-        if (same && !neverSent(prior)) return this.view(prior);
+        // A refusal of the moment (offline, busy, not homed, state read required) was decided by the
+        // host before anything was sent: a retry with the same request_id is judged anew and, if it
+        // runs, is a new command (new command_id); the refusal stays in the journal under its own id.
+        if (same && !momentRefusal(prior)) return this.view(prior);
         if (!same) return this.view(
           this.rejectNew(input, 'INVALID_ARGS', `request_id ${input.request_id} was already used on ${dev} for ${prior.action} ${JSON.stringify(prior.args)} (${prior.command_id}); use a new request_id for a different command`, false),
         );
@@ -131,6 +132,8 @@ export class Commands extends EventEmitter {
     if (!plan.ok) return this.view(this.rejectNew(input, plan.code, plan.detail, true));
     const unread = this.faultNotReadSince(dev, input.action, input.args);
     if (unread) return this.view(this.rejectNew(input, 'STATE_READ_REQUIRED', unread, true));
+    const running = this.motionInFlight(dev, input.action, input.args);
+    if (running) return this.view(this.rejectNew(input, 'BUSY', running, true));
 
     const c = this.record(input, now);
     c.estimated_ms = plan.estimatedMs;
@@ -164,6 +167,19 @@ export class Commands extends EventEmitter {
     return `axis ${String(args.axis)} ended its last motion ${last.command_id} ${last.state}${last.error_code ? ' ' + last.error_code : ''}${
       last.position !== null ? ' at ' + last.position + ' mm' : ''
     }; read its real state with get_device_status refresh=true before moving it again`;
+  }
+
+  /**
+   * A motion command while another one on the same axis is still open here. The device would refuse
+   * it BUSY if it arrived during that motion, but the frame leaves only after this turn's commit: if
+   * the open one ends in a fault meanwhile (its result in the same turn), the new one would reach an
+   * axis that must be read first (chaos seed 7). So the host refuses it itself, whatever the timing.
+   */
+  private motionInFlight(dev: string, action: string, args: Record<string, unknown>): string | null {
+    if (action !== 'stepper.move' && action !== 'stepper.home') return null;
+    const c = this.journal.open().find((o) => o.device_id === dev && (o.action === 'stepper.move' || o.action === 'stepper.home') && o.args.axis === args.axis);
+    if (!c) return null;
+    return `axis ${String(args.axis)} is still running ${c.action} ${c.command_id} (${c.state}); this one was refused, not queued: wait for its outcome with get_action_status (or stop it), read the state, then send again`;
   }
 
   /**
@@ -241,22 +257,22 @@ export class Commands extends EventEmitter {
   /**
    * A device came online. A new boot id fails everything it had in flight. The same boot id may be a
    * network blip or a reboot that repeated its id (Espruino's hwRand is a fixed sequence), so nothing
-   * is re-sent blindly: each open command is first asked about (reconcile).
+   * is re-sent blindly: each open command is first asked about (reconcile). Every open command was
+   * sent to the boot this host saw last (a connection with any other boot ended it here), so its own
+   * boot id is all there is to compare.
    */
-  online(s: Session, previousBoot: string | null): void {
+  online(s: Session): void {
     const dev = s.dev!;
-    const open = this.journal.open().filter((c) => c.device_id === dev);
-    const rebooted = previousBoot !== null && previousBoot !== s.boot;
-    for (const c of open) {
-      if (c.boot_id !== null && c.boot_id !== s.boot) {
-        this.finish(c, 'failed', {
-          code: 'DEVICE_REBOOTED',
-          detail: `device ${dev} restarted (boot ${c.boot_id} → ${s.boot}) while this command was in flight; its outcome was lost with the old boot and outputs are back in their power-on state. Read the device state before retrying.`,
-        });
+    for (const c of this.journal.open()) {
+      if (c.device_id !== dev) continue;
+      if (c.boot_id === s.boot) {
+        void this.reconcile(c);
         continue;
       }
-      if (rebooted || c.boot_id === null) continue;
-      void this.reconcile(c.command_id);
+      this.finish(c, 'failed', {
+        code: 'DEVICE_REBOOTED',
+        detail: `device ${dev} restarted (boot ${c.boot_id} → ${s.boot}) while this command was in flight; its outcome was lost with the old boot and outputs are back in their power-on state. Read the device state before retrying.`,
+      });
     }
   }
 
@@ -269,29 +285,31 @@ export class Commands extends EventEmitter {
    * - unknown: the ring never forgets an unconfirmed request, so this boot never received it: re-sent
    *   (idempotent actions only), into a ring that will dedupe it.
    */
-  private async reconcile(id: string): Promise<void> {
-    let c = this.journal.get(id);
-    if (!c || isTerminal(c.state)) return;
-    const dev = c.device_id;
+  private async reconcile(open: CommandRecord): Promise<void> {
+    const id = open.command_id;
+    const dev = open.device_id;
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
-    const sentAt = c.sent_at;
-    const answer = await this.devices.query(dev, c.request_id, wait);
+    const sentAt = open.sent_at;
+    const answer = await this.devices.query(dev, open.request_id, wait);
     if (this.closed) return;
-    c = this.journal.get(id);
+    const c = this.journal.get(id);
     if (!c || isTerminal(c.state) || c.sent_at !== sentAt) return;
     const s = this.devices.session(dev);
     if (!answer || !s) return; // the deadline (or the next reconnect) decides
     c.device_state = answer.s;
-    c.device_state_at = this.clock.now();
+    // What is journaled next (a note, a re-send) happens now: its history event carries this time.
+    c.device_state_at = c.updated_at = this.clock.now();
     if (this.restartedSince(c, answer.s.up)) return;
     const now = this.clock.now();
+    // It was sent, so it has a deadline.
+    const due = c.deadline_at! <= now;
     if (answer.rst === 'running') {
-      if (c.deadline_at !== null && c.deadline_at <= now) {
+      if (due) {
         const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
         const ms = plan.ok ? plan.deadlineMs : this.devices.rttMax(dev) * 3;
         c.deadline_at = now + ms;
         c.updated_at = now;
-        this.journal.update(c, false, `device still runs it after reconnecting; deadline extended by ${ms} ms`);
+        this.noted(c, `device still runs it after reconnecting; deadline extended by ${ms} ms`);
         this.clock.clearTimeout(this.waiting.get(id));
         this.waiting.delete(id);
         this.arm(id, ms);
@@ -300,19 +318,19 @@ export class Commands extends EventEmitter {
     }
     if (answer.rst === 'done') {
       // The stored result follows the state frame; if the deadline passed, give it a round trip.
-      if (c.deadline_at !== null && c.deadline_at <= now) this.arm(id, this.devices.rttMax(dev) * 2);
+      if (due) this.arm(id, this.devices.rttMax(dev) * 2);
       return;
     }
     if (c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent) {
       c.sends++;
       const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
-      this.journal.update(c, false, `device ${dev} (same boot, up ${answer.s.up} ms) never received it; re-sent after reconnect (send #${c.sends}, same request_id)`);
+      this.noted(c, `device ${dev} (same boot, up ${answer.s.up} ms) never received it; re-sent after reconnect (send #${c.sends}, same request_id)`);
       this.clock.clearTimeout(this.waiting.get(id));
       this.waiting.delete(id);
       return this.send(c, s, plan.ok ? plan.deadlineMs : 1000, c.sends);
     }
     // Acknowledged once, unknown now: the device lost it although its uptime says it did not restart.
-    if (c.deadline_at !== null && c.deadline_at <= now) void this.expire(id);
+    if (due) void this.expire(id);
   }
 
   /**
@@ -383,7 +401,7 @@ export class Commands extends EventEmitter {
     if (isTerminal(c.state)) {
       if (c.state === 'timeout' || c.state === 'failed') {
         c.updated_at = this.clock.now();
-        this.journal.update(c, false, `late result from device ignored: ${f.st}${f.code ? ' ' + f.code : ''}${f.msg ? ': ' + f.msg : ''}`);
+        this.noted(c, `late result from device ignored: ${f.st}${f.code ? ' ' + f.code : ''}${f.msg ? ': ' + f.msg : ''}`);
       }
       this.journal.afterCommit(() => s.send({ t: 'rack', rid: f.rid }));
       return;
@@ -439,8 +457,8 @@ export class Commands extends EventEmitter {
     this.log.error({ evt: 'journal_commit_failed', err: e.message }, 'journal batch rolled back; its frames and answers were withheld');
     for (const c of this.journal.open()) {
       // Every open row has its deadline (a submit writes it sent; recover() ended older rows without one).
-      if (this.deadlines.has(c.command_id) || this.waiting.has(c.command_id) || c.deadline_at === null) continue;
-      this.arm(c.command_id, c.deadline_at - this.clock.now());
+      if (this.deadlines.has(c.command_id) || this.waiting.has(c.command_id)) continue;
+      this.arm(c.command_id, c.deadline_at! - this.clock.now());
     }
   }
 
@@ -459,10 +477,10 @@ export class Commands extends EventEmitter {
     this.transmit(c, s, deadlineMs);
   }
 
-  /** Journal the command as sent (the frame goes out only after this is committed: transmit). */
+  /** Journal the command as sent again (it is re-sent only while still `sent`; the frame goes out only after this is committed: transmit). */
   private markSent(c: CommandRecord, s: Session, deadlineMs: number, sends = 1): void {
     this.sentFields(c, s, deadlineMs, sends);
-    this.journal.update(c, true, `deadline ${deadlineMs} ms`);
+    this.noted(c, `deadline ${deadlineMs} ms`);
   }
 
   private sentFields(c: CommandRecord, s: Session, deadlineMs: number, sends = 1): void {
@@ -489,10 +507,10 @@ export class Commands extends EventEmitter {
 
   /** The deadline passed: ask the device for its real state before deciding anything. */
   private async expire(id: string): Promise<void> {
+    // (Never after close(): it cleared every timer that leads here.)
     this.deadlines.delete(id);
-    if (this.closed) return;
     let c = this.journal.get(id);
-    if (!c || isTerminal(c.state)) return;
+    if (!c || isTerminal(c.state)) return; // (finish() cleared the timers that lead here)
     const dev = c.device_id;
     if (!this.devices.session(dev)) return this.awaitDevice(c, 'deadline passed while the device is offline; waiting for it to reconnect');
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
@@ -506,13 +524,14 @@ export class Commands extends EventEmitter {
     // No answer: the link is probably dead even if its heartbeat has not timed out yet.
     if (!answer) return this.awaitDevice(c, `device did not answer a state query within ${wait} ms; waiting for it to reconnect`);
     c.device_state = answer.s;
-    c.device_state_at = this.clock.now();
+    // What is journaled next (a note, a re-send) happens now: its history event carries this time.
+    c.device_state_at = c.updated_at = this.clock.now();
     if (this.restartedSince(c, answer.s.up)) return;
     if (answer.rst === 'done' && (this.doneWaits.get(id) ?? 0) < 3) {
       // The device re-sends the stored result right after its state frame; give it a round trip.
       this.doneWaits.set(id, (this.doneWaits.get(id) ?? 0) + 1);
       this.arm(id, this.devices.rttMax(dev) * 2);
-      this.journal.update(c, false, 'device says done after the deadline; waiting for its result frame');
+      this.noted(c, 'device says done after the deadline; waiting for its result frame');
       return;
     }
     if (answer.rst === 'running' && !this.runWaits.has(id)) {
@@ -523,13 +542,13 @@ export class Commands extends EventEmitter {
       const ms = plan.ok ? plan.deadlineMs : wait;
       c.deadline_at = this.clock.now() + ms;
       c.updated_at = this.clock.now();
-      this.journal.update(c, false, `deadline passed with the device still running it; waiting ${ms} ms more once`);
+      this.noted(c, `deadline passed with the device still running it; waiting ${ms} ms more once`);
       return this.arm(id, ms);
     }
     if (answer.rst === 'unknown' && c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent && c.sends < 2) {
       const s = this.devices.session(dev)!;
       c.sends++;
-      this.journal.update(c, false, 'device never received it; re-sent once with the same request_id');
+      this.noted(c, 'device never received it; re-sent once with the same request_id');
       const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
       return this.send(c, s, plan.ok ? plan.deadlineMs : 1000, c.sends);
     }
@@ -572,6 +591,11 @@ export class Commands extends EventEmitter {
       }, grace),
     );
     c.updated_at = this.clock.now();
+    this.noted(c, note);
+  }
+
+  /** Journal the record with a note in its history, its state unchanged. */
+  private noted(c: CommandRecord, note: string): void {
     this.journal.update(c, false, note);
   }
 
@@ -656,7 +680,7 @@ export class Commands extends EventEmitter {
         evidence: c.evidence,
         verified: c.verified,
         error_code: c.error_code,
-        elapsed_ms: (c.terminal_at ?? c.updated_at) - c.submitted_at,
+        elapsed_ms: c.terminal_at! - c.submitted_at,
       detail: c.detail,
     };
     this.journal.afterCommit(() => this.log.info(line, 'command ' + line.state));
@@ -695,10 +719,6 @@ export class Commands extends EventEmitter {
   }
 }
 
-/** A rejection for an offline or unknown device: the request never reached any device. */
-function neverSent(c: CommandRecord): boolean {
-  return c.state === 'rejected' && c.error_code === 'DEVICE_OFFLINE';
-}
 
 function sameArgs(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
   return JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b));

@@ -220,7 +220,7 @@ export class HostCore implements SessionHandler {
     if (old && old !== s) old.close('replaced by a new connection from the same device');
     this.log.info({ evt: 'device_online', device_id: s.dev, boot: s.boot, fw: s.fw, remote: s.link.remote, previous_boot: previousBoot }, 'device online');
     this.expected.delete(s.dev!);
-    this.commands.online(s, previousBoot);
+    this.commands.online(s);
     this.events.emit('device', { device_id: s.dev!, online: true, reason: null } satisfies DeviceEvent);
     // Fill the state cache and take a first round-trip measurement.
     void this.devices.query(s.dev!, undefined, 2000);

@@ -98,6 +98,20 @@ export interface CommandEvent {
   note: string | null;
 }
 
+/**
+ * The host's refusals of the moment: decided before anything was sent, for a reason that passes (the
+ * device offline, the axis busy with another motion, a state read due after a fault). They are not
+ * the request's answer, so a retry with the same request_id is judged anew. A refusal the device
+ * made (sent_at set) is its answer and dedupes like any result. The index below is built from this
+ * list: changing it needs a new index name (the old one is dropped in the constructor).
+ */
+export const MOMENT_REFUSALS = ['DEVICE_OFFLINE', 'BUSY', 'STATE_READ_REQUIRED'] as const;
+const MOMENT_SQL = `(state = 'rejected' AND sent_at IS NULL AND error_code IN (${MOMENT_REFUSALS.map((c) => `'${c}'`).join(', ')}))`;
+const MOMENT = new Set<string>(MOMENT_REFUSALS);
+export function momentRefusal(c: CommandRecord): boolean {
+  return c.state === 'rejected' && c.sent_at === null && MOMENT.has(c.error_code!);
+}
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS commands (
   command_id TEXT PRIMARY KEY,
@@ -125,10 +139,6 @@ CREATE TABLE IF NOT EXISTS commands (
   sends INTEGER NOT NULL DEFAULT 0,
   sent_at INTEGER
 );
--- A request_id names at most one command that could have reached a device; DEVICE_OFFLINE
--- rejections (nothing was sent) may repeat it, so a retry after one can run.
-CREATE UNIQUE INDEX IF NOT EXISTS commands_request_sent ON commands(device_id, request_id)
-  WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE');
 CREATE INDEX IF NOT EXISTS commands_request_all ON commands(device_id, request_id);
 CREATE INDEX IF NOT EXISTS commands_open ON commands(state) WHERE terminal_at IS NULL;
 CREATE TABLE IF NOT EXISTS command_events (
@@ -219,6 +229,9 @@ function toRow(c: CommandRecord): Row {
 /** A shallow copy: callers change top-level fields and then call update(); the journal's own copy must not move with them. */
 const copy = (c: CommandRecord): CommandRecord => ({ ...c });
 const reqKey = (deviceId: string, requestId: string) => deviceId + '\u0000' + requestId;
+/** The columns of a command row, and those an UPDATE may set (all but the key). */
+const COLUMNS = Object.keys(toRow(blankCommand()));
+const FIELDS = COLUMNS.filter((k) => k !== 'command_id');
 const DONE = Promise.resolve();
 
 export class Journal {
@@ -253,7 +266,8 @@ export class Journal {
    * (the host passes setImmediate on the real clock); without it a group commits when it ends.
    */
   constructor(path: string, private readonly defer?: (fn: () => void) => void) {
-    if (path !== ':memory:' && path !== '') {
+    const onDisk = path !== ':memory:' && path !== '';
+    if (onDisk) {
       // Device secrets live here: the folder is 0700 and the files 0600 before anything is written.
       prepareStateDir(stateDir(path));
       privateFile(path);
@@ -261,31 +275,24 @@ export class Journal {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     // SQLite gives -wal/-shm the mode of the database file; make sure of it for files from before.
-    for (const f of [path + '-wal', path + '-shm']) if (path !== ':memory:' && existsSync(f)) chmodSync(f, 0o600);
+    if (onDisk) for (const f of [path + '-wal', path + '-shm']) if (existsSync(f)) chmodSync(f, 0o600);
     // FULL: every commit is fsynced (WAL included) before the host acts on it, so a power loss or OS
     // crash cannot roll back a command the host already sent. Cost measured in the README.
     this.db.pragma('synchronous = FULL');
-    // Earlier journals made (device_id, request_id) unique outright, which kept a retry after DEVICE_OFFLINE from running.
+    // Earlier journals made (device_id, request_id) unique outright (commands_request), then except
+    // DEVICE_OFFLINE alone (commands_request_sent); both kept a retry after a refusal of the moment from running.
     this.db.exec('DROP INDEX IF EXISTS commands_request');
+    this.db.exec('DROP INDEX IF EXISTS commands_request_sent');
     this.db.exec(SCHEMA);
     this.migrate();
-    const cols = Object.keys(toRow(blankCommand())).join(', ');
-    const vals = Object.keys(toRow(blankCommand()))
-      .map((k) => '@' + k)
-      .join(', ');
-    const sets = Object.keys(toRow(blankCommand()))
-      .filter((k) => k !== 'command_id')
-      .map((k) => `${k} = @${k}`)
-      .join(', ');
+    const cols = COLUMNS.join(', ');
+    const vals = COLUMNS.map((k) => '@' + k).join(', ');
     this.tx = this.db.transaction((f: () => void) => f());
     const stmts = {
       insert: this.db.prepare(`INSERT INTO commands (${cols}) VALUES (${vals})`),
-      update: this.db.prepare(`UPDATE commands SET ${sets} WHERE command_id = @command_id`),
       get: this.db.prepare('SELECT * FROM commands WHERE command_id = ?'),
-      // The command that could have reached the device, else the newest DEVICE_OFFLINE rejection.
-      byRequest: this.db.prepare(
-        "SELECT * FROM commands WHERE device_id = ? AND request_id = ? ORDER BY (state = 'rejected' AND error_code = 'DEVICE_OFFLINE'), rowid DESC LIMIT 1",
-      ),
+      // The command that could have reached the device, else the newest refusal of the moment.
+      byRequest: this.db.prepare(`SELECT * FROM commands WHERE device_id = ? AND request_id = ? ORDER BY ${MOMENT_SQL}, rowid DESC LIMIT 1`),
       lastTerminal: this.db.prepare(
         // Refusals never reached the axis: they are not its last motion.
         "SELECT * FROM commands WHERE device_id = ? AND action = ? AND terminal_at IS NOT NULL AND state != 'rejected' ORDER BY terminal_at DESC, rowid DESC LIMIT 50",
@@ -360,6 +367,10 @@ export class Journal {
     const dev = new Set((this.db.prepare('PRAGMA table_info(devices)').all() as { name: string }[]).map((c) => c.name));
     if (!dev.has('simulated')) this.db.exec('ALTER TABLE devices ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0');
     if (!have.has('sent_at')) this.db.exec('ALTER TABLE commands ADD COLUMN sent_at INTEGER');
+    // A request_id names at most one command that could have reached a device; the host's refusals
+    // of the moment (nothing was sent) may repeat it, so a retry after one can run. Built once the
+    // columns it reads exist.
+    this.db.exec(`CREATE UNIQUE INDEX IF NOT EXISTS commands_request_once ON commands(device_id, request_id) WHERE NOT ${MOMENT_SQL}`);
   }
 
   /**
@@ -373,7 +384,8 @@ export class Journal {
       return fn();
     } finally {
       this.grouping--;
-      if (!this.defer && this.grouping === 0 && this.db.open) this.settle();
+      // settle() itself waits for the outermost group to end.
+      if (!this.defer && this.db.open) this.settle();
     }
   }
 
@@ -474,12 +486,11 @@ export class Journal {
     const row = toRow(c);
     const event = stateChanged || !!note;
     const before = this.written.get(c.command_id);
-    // An open command we wrote ourselves: only the changed columns (an ack touches 3 of 23).
-    const cols = before ? Object.keys(row).filter((k) => k !== 'command_id' && row[k] !== before[k]) : null;
-    if (cols && cols.length === 0 && !event) return;
+    // An open command we wrote ourselves: only the changed columns (an ack touches 3 of 23); else all of them.
+    const cols = before ? FIELDS.filter((k) => row[k] !== before[k]) : FIELDS;
+    if (cols.length === 0 && !event) return;
     this.write(() => {
-      if (!cols) this.stmts.update.run(row);
-      else if (cols.length > 0) {
+      if (cols.length > 0) {
         const args: Row = { command_id: c.command_id };
         for (const k of cols) args[k] = row[k];
         this.updateOf(cols).run(args);
@@ -534,9 +545,9 @@ export class Journal {
 
   /** Journal a device event; false when this boot's event was journaled before (a re-send after a reconnect). */
   deviceEvent(e: DeviceEventRecord): boolean {
-    let fresh = false;
-    this.write(() => (fresh = this.stmts.putDeviceEvent.run({ ...e, device_state: JSON.stringify(e.device_state) }).changes === 1));
-    return fresh;
+    let changes = 0;
+    this.write(() => (changes = this.stmts.putDeviceEvent.run({ ...e, device_state: JSON.stringify(e.device_state) }).changes));
+    return changes === 1;
   }
 
   /** The device's most recent events, newest first. */

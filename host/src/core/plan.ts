@@ -11,6 +11,7 @@ import {
   findAxis,
   findRelay,
   isActionName,
+  HOME_OVERRUN_MM,
   moveDurationS,
   relayWorstMs,
   type ActionName,
@@ -52,14 +53,15 @@ export function planAction(
       // Without a known position, plan for the longest move the travel allows.
       const dist = known ? Math.abs((args.mm as number) - known.pos) : ax.travel.max_mm - ax.travel.min_mm;
       const speed = (args.speed as number | undefined) ?? ax.max_speed_mm_s;
-      const moveMs = moveDurationS(dist, speed, ax.accel_mm_s2) * 1000 + MOTION_SETTLE_MS;
+      const moveMs = moveDurationS(ax, dist, speed) * 1000 + MOTION_SETTLE_MS;
       return { ...base, deadlineMs: deadline(moveMs), estimatedMs: rttMaxMs + moveMs };
     }
     case 'stepper.home': {
       const why = checkStepperHomeArgs(args, board);
       if (why) return { ok: false, code: 'INVALID_ARGS', detail: why };
       const ax = findAxis(board, args.axis as string)!;
-      const moveMs = moveDurationS(ax.travel.max_mm - ax.travel.min_mm, ax.home_speed_mm_s, ax.accel_mm_s2) * 1000 + MOTION_SETTLE_MS;
+      // Homing runs at home speed until its switch, at most the travel plus HOME_OVERRUN_MM.
+      const moveMs = moveDurationS(ax, ax.travel.max_mm - ax.travel.min_mm + HOME_OVERRUN_MM, ax.home_speed_mm_s, false) * 1000 + MOTION_SETTLE_MS;
       return { ...base, deadlineMs: deadline(moveMs), estimatedMs: rttMaxMs + moveMs };
     }
     case 'estop.clear': {

@@ -1,0 +1,212 @@
+// The chaos checker (chaos/src/invariants.ts) judges when things happened, not when it heard of them.
+// A result is judged by the hardware at the moment the device made it (its state snapshot's uptime),
+// not when the frame finally left the chip (Nagle holds a small write until the host's ACK, up to
+// 40 ms; an outbox holds it while the link is down; a timer's writes leave at the end of its instant):
+// seeds 213 and 600 were false failures of this kind. And a motion command is judged by when the host
+// put it on the wire, not by when its submitter heard that it was sent (seed 1383).
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { BoardDef } from '@proofrig/protocol';
+import { VirtualClock } from '@proofrig/protocol/clock';
+import type { SimRig } from '@proofrig/sim';
+import { Checker } from '../chaos/src/invariants.js';
+import type { CommandStatus } from '../host/src/core/commands.js';
+
+const BOARD: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
+/** K3: active low on GPIO21, observed only by reading its output pin back. */
+const K3_PIN = 21;
+const BOOT_AT = 1_000_000;
+
+/** A rig whose pin and contact levels the test sets, reporting changes to the checker as run.ts wires a SimRig. */
+function setup() {
+  const clock = new VirtualClock(BOOT_AT);
+  const pins = new Map<number, 0 | 1>([[K3_PIN, 1]]);
+  const contacts = new Map<number, boolean>();
+  const rig = {
+    board: BOARD,
+    pinLevel: (p: number) => pins.get(p) ?? 1,
+    relay: (ch: number) => ({ energised: false, contactClosed: contacts.get(ch) ?? false }),
+  } as unknown as SimRig;
+  const checker = new Checker(clock, () => rig, () => undefined);
+  checker.booted('rig1', 1);
+  return {
+    clock,
+    checker,
+    /** The K3 output pin changes level now (a command's write, a stuck fault). */
+    pin(level: 0 | 1) {
+      pins.set(K3_PIN, level);
+      checker.pin('rig1', K3_PIN, level);
+    },
+    /** A relay's contact moves now. */
+    contact(ch: number, closed: boolean) {
+      contacts.set(ch, closed);
+      checker.contact('rig1', ch, closed);
+    },
+    submit(rid: string, args: Record<string, unknown>) {
+      checker.submitted(status(rid, args, 'sent'));
+    },
+    /** The device's result frame leaves the chip now; the device made it at `madeAt` (its snapshot's uptime). */
+    result(rid: string, ev: string, madeAt: number) {
+      const res = { t: 'res', rid, st: 'completed', ev, ver: true, s: { up: madeAt - BOOT_AT, relays: [] }, ms: 2 };
+      checker.frame('send', 'rig1', 'to_host', JSON.stringify(res));
+    },
+    completed(rid: string, args: Record<string, unknown>) {
+      checker.hostChange(status(rid, args, 'completed'));
+    },
+  };
+}
+
+function status(rid: string, args: Record<string, unknown>, state: 'sent' | 'completed' | 'failed', action = 'relay.set', submittedAt = BOOT_AT): CommandStatus {
+  return {
+    command_id: 'cmd-' + rid,
+    request_id: rid,
+    device_id: 'rig1',
+    action,
+    args,
+    state,
+    terminal: state !== 'sent',
+    submitted_at: new Date(submittedAt).toISOString(),
+    deadline_ms: 4000,
+    estimated_seconds: 1,
+    detail: null,
+    error_code: state === 'failed' ? 'LIMIT_HIT' : null,
+  } as unknown as CommandStatus;
+}
+
+describe('chaos checker: a completed result is judged by the hardware when the device made it', () => {
+  it('a pin read-back result held back by Nagle while a later command switched the pin is no violation (seed 213)', () => {
+    const t = setup();
+    t.submit('off-1', { ch: 3, on: false });
+    t.pin(1); // off (active low): the device writes 1, reads 1 back 2 ms later and makes `completed`
+    t.clock.advance(2);
+    const made = t.clock.now();
+    t.clock.advance(13);
+    t.submit('on-2', { ch: 3, on: true });
+    t.pin(0); // the next command switches K3 on in the same instant Nagle lets the first result out
+    t.result('off-1', 'pin_readback', made);
+    t.completed('off-1', { ch: 3, on: false });
+    expect(t.checker.violations).toEqual([]);
+  });
+
+  it('a pin read-back result made while the pin was at the other level is a violation, however late it is sent', () => {
+    const t = setup();
+    t.submit('off-1', { ch: 3, on: false });
+    t.pin(0); // stuck at the on level when the device reads it back
+    t.clock.advance(2);
+    const made = t.clock.now();
+    t.clock.advance(13);
+    t.pin(1);
+    t.result('off-1', 'pin_readback', made);
+    t.completed('off-1', { ch: 3, on: false });
+    expect(t.checker.violations).toHaveLength(1);
+    expect(t.checker.violations[0].event).toContain(`pin GPIO21 at 0 when the device decided it (t=${made}, sent 13 ms later)`);
+  });
+
+  it('a pin read-back result sent the moment it is made is judged by the pin then', () => {
+    const t = setup();
+    t.submit('on-1', { ch: 3, on: true });
+    t.pin(1); // the output did not follow (stuck high)
+    t.clock.advance(2);
+    t.result('on-1', 'pin_readback', t.clock.now());
+    t.completed('on-1', { ch: 3, on: true });
+    expect(t.checker.violations.map((v) => v.event)).toEqual([
+      `t=${t.clock.now()} device said completed while relay 3 pin GPIO21 at 1 when the device decided it (t=${t.clock.now()}, sent 0 ms later), commanded on=true (drive level 0)`,
+    ]);
+  });
+
+  it('a result that leaves at the end of the instant it was made in, after the next command switched the pin in that instant, is no violation (seed 600)', () => {
+    const t = setup();
+    t.submit('on-1', { ch: 3, on: true });
+    t.pin(0);
+    t.clock.advance(2);
+    const made = t.clock.now(); // the settle timer makes `completed`; its write leaves after the instant's other timers
+    t.submit('off-2', { ch: 3, on: false });
+    t.pin(1); // the next command, delivered in the same instant, switches K3 off
+    t.result('on-1', 'pin_readback', made);
+    t.completed('on-1', { ch: 3, on: true });
+    expect(t.checker.violations).toEqual([]);
+  });
+
+  it('an aux-contact result held back by Nagle is judged by the contact when it was made', () => {
+    const t = setup();
+    t.submit('on-1', { ch: 1, on: true });
+    t.contact(1, true);
+    t.clock.advance(25);
+    const made = t.clock.now();
+    t.clock.advance(30);
+    t.contact(1, false); // a later off command opened it before the result left the chip
+    t.result('on-1', 'aux_contact', made);
+    t.completed('on-1', { ch: 1, on: true });
+    expect(t.checker.violations).toEqual([]);
+
+    t.submit('on-3', { ch: 1, on: true });
+    t.clock.advance(25);
+    const made3 = t.clock.now(); // the contact stayed open (coil open): completed would be a lie
+    t.clock.advance(30);
+    t.contact(1, true);
+    t.result('on-3', 'aux_contact', made3);
+    t.completed('on-3', { ch: 1, on: true });
+    expect(t.checker.violations.map((v) => v.invariant)).toEqual(['completed only when the hardware was at the target']);
+  });
+});
+
+describe('chaos checker: an axis that ended in a fault is not driven again before a state read', () => {
+  const X = { axis: 'x' };
+  /** The host puts a motion command's cmd frame on the wire. */
+  const cmdFrame = (t: ReturnType<typeof setup>, rid: string, a: string) =>
+    t.checker.frame('send', 'rig1', 'to_device', JSON.stringify({ t: 'cmd', rid, a, p: X }));
+  const invariants = (t: ReturnType<typeof setup>) => t.checker.violations.map((v) => v.invariant);
+
+  it('a command the host sent before the fault result arrived, in the same instant, is no violation (seed 1383)', () => {
+    const t = setup();
+    t.checker.submitted(status('m1', { ...X, mm: 121.6 }, 'sent', 'stepper.move'));
+    cmdFrame(t, 'm1', 'stepper.move');
+    t.clock.advance(33);
+    cmdFrame(t, 'h2', 'stepper.home'); // the host decides and sends the home first
+    t.checker.hostChange(status('m1', { ...X, mm: 121.6 }, 'failed', 'stepper.move')); // then m1's LIMIT_HIT arrives
+    t.checker.submitted(status('h2', X, 'sent', 'stepper.home', t.clock.now())); // the client hears of its submit last
+    expect(invariants(t)).toEqual([]);
+  });
+
+  it('a command sent after the fault was journaled, with no state read between, is a violation', () => {
+    const t = setup();
+    t.checker.submitted(status('m1', { ...X, mm: 121.6 }, 'sent', 'stepper.move'));
+    cmdFrame(t, 'm1', 'stepper.move');
+    t.checker.hostChange(status('m1', { ...X, mm: 121.6 }, 'failed', 'stepper.move'));
+    cmdFrame(t, 'h2', 'stepper.home');
+    t.checker.submitted(status('h2', X, 'sent', 'stepper.home', t.clock.now()));
+    expect(invariants(t)).toEqual(['an axis that ended in a fault is not driven again before a state read']);
+  });
+
+  it('after a state read the axis may be driven again', () => {
+    const t = setup();
+    t.checker.submitted(status('m1', { ...X, mm: 121.6 }, 'sent', 'stepper.move'));
+    cmdFrame(t, 'm1', 'stepper.move');
+    t.checker.hostChange(status('m1', { ...X, mm: 121.6 }, 'failed', 'stepper.move'));
+    t.checker.stateRead('rig1');
+    cmdFrame(t, 'h2', 'stepper.home');
+    t.checker.submitted(status('h2', X, 'sent', 'stepper.home', t.clock.now()));
+    expect(invariants(t)).toEqual([]);
+  });
+});
+
+describe('chaos checker: a retry after DEVICE_OFFLINE is judged anew (bug 3)', () => {
+  const offline = (commandId: string) =>
+    ({ ...status('r1', { ch: 3, on: true }, 'sent'), command_id: commandId, state: 'rejected', terminal: true, error_code: 'DEVICE_OFFLINE', detail: 'device rig1 is offline' }) as unknown as CommandStatus;
+
+  it('a retry answered with the earlier refusal itself is a violation', () => {
+    const t = setup();
+    t.checker.submitted(offline('cmd-a'));
+    t.checker.submitted(offline('cmd-a'));
+    expect(t.checker.violations.map((v) => v.invariant)).toEqual(['a retry after DEVICE_OFFLINE is judged anew']);
+    expect(t.checker.violations[0]!.event).toContain('earlier refusal cmd-a');
+  });
+
+  it('a retry refused again as a new command, or sent, is none', () => {
+    const t = setup();
+    t.checker.submitted(offline('cmd-a'));
+    t.checker.submitted(offline('cmd-b')); // still offline: judged anew, a new refusal
+    t.checker.submitted({ ...status('r1', { ch: 3, on: true }, 'sent'), command_id: 'cmd-c' } as CommandStatus);
+    expect(t.checker.violations).toEqual([]);
+  });
+});

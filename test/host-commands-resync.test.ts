@@ -1,0 +1,571 @@
+// What the host core does with a command it cannot see finish: the device reconnects with the same
+// boot id (it is asked about each open command and the answer decides), the host restarts (open
+// commands keep their deadlines), and a journal batch that failed to commit (what it lost is open
+// again and gets its deadline back); and what the log says about each command. A scripted device
+// on an in-memory link and a virtual clock.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { HostCore } from '../host/src/core/host.js';
+import { Journal, blankCommand } from '../host/src/core/journal.js';
+import { VirtualClock } from '@proofrig/protocol/clock';
+import type { BoardDef, DeviceState } from '@proofrig/protocol';
+import { FakeDevice, flush } from './helpers/fake-device.js';
+
+const relayBoard: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
+const stepperBoard: BoardDef = JSON.parse(readFileSync(new URL('../boards/stepper-rig.json', import.meta.url), 'utf8'));
+const SECRET = 'a'.repeat(64);
+const T0 = 1_700_000_000_000;
+/** relay.set on channel 1 with the minimum round trip (20 ms): ceil(3·20 + 80 + 1.5·25). */
+const DEADLINE = 178;
+
+/** A journal whose next batch commit can be made to fail (a full disk, an I/O error). */
+class FailingJournal extends Journal {
+  failNext = false;
+  protected override commit(): void {
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error('disk I/O error (simulated)');
+    }
+    super.commit();
+  }
+}
+
+let clock: VirtualClock;
+let db: string;
+let core: HostCore;
+let logLines: Record<string, unknown>[];
+
+function makeCore(journal?: Journal) {
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of chunk.toString().split('\n')) if (l) logLines.push(JSON.parse(l));
+      cb();
+    },
+  });
+  return new HostCore({ db, journal, clock, logger: pino({ level: 'info' }, sink), heartbeatMs: 1000, offlineGraceMs: 5000 });
+}
+
+beforeEach(() => {
+  clock = new VirtualClock(T0);
+  logLines = [];
+  db = join(mkdtempSync(join(tmpdir(), 'proofrig-resync-')), 'journal.db');
+  core = makeCore();
+  core.provision('rig1', SECRET, relayBoard);
+  core.provision('slide', SECRET, stepperBoard);
+});
+afterEach(() => core.close());
+
+/** Connect a device and answer the host's first state query after `rttMs` (the round trip it measures). */
+async function online(boot = 'boot0001', dev = 'rig1', board = 'relay-rig-4ch', rttMs = 0) {
+  const d = new FakeDevice(core, dev, SECRET, boot, board);
+  await d.connect();
+  clock.advance(rttMs);
+  const q = d.of('q').find((f) => f.rid === undefined);
+  if (q) d.send({ t: 'state', q: q.q, s: d.state() });
+  await flush();
+  return d;
+}
+
+/** Up long enough not to have restarted since anything in these tests was sent. */
+const alive = (d: FakeDevice, up = 60_000): DeviceState => ({ ...d.state(), up });
+
+/** relay.set ch 1 as request r1 on an online rig1 (acknowledged if asked), then the link drops. */
+async function sentThenOffline(ack = false) {
+  const d = await online();
+  const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+  await flush();
+  if (ack) d.send({ t: 'ack', rid: 'r1', st: 'accepted' });
+  await flush();
+  d.link.close();
+  await flush();
+  return s;
+}
+
+/** The device back with the same boot id: `ask()` is the host's latest question about r1, `answer` replies to it. */
+async function reconnect(boot = 'boot0001') {
+  const d = await online(boot);
+  const asks = () => d.of('q').filter((f) => f.rid === 'r1');
+  const answer = async (rst: 'running' | 'done' | 'unknown', s: DeviceState = alive(d)) => {
+    d.send({ t: 'state', q: asks().at(-1)!.q, s, rid: 'r1', rst });
+    await flush();
+  };
+  return { d, asks, answer };
+}
+
+const notes = (id: string) => core.commands.history(id).map((e) => e.note);
+const states = (id: string) => core.commands.history(id).map((e) => e.state);
+
+describe('a reconnect with the same boot id: each open command is asked about, and the answer decides', () => {
+  it('still running before the deadline: nothing changes and the deadline stands (an uptime as long as the time since sending is no restart)', async () => {
+    const s = await sentThenOffline(true);
+    clock.advance(50);
+    const { d, asks, answer } = await reconnect();
+    expect(asks()).toHaveLength(1);
+    await answer('running', alive(d, 50));
+    expect(core.status(s.command_id)).toMatchObject({ state: 'accepted', deadline_ms: DEADLINE });
+    expect(states(s.command_id)).toEqual(['submitted', 'sent', 'accepted']);
+    expect(d.of('cmd')).toEqual([]);
+    clock.advance(DEADLINE - 50 - 1);
+    await flush();
+    expect(asks()).toHaveLength(1);
+    clock.advance(1);
+    await flush();
+    expect(asks()).toHaveLength(2);
+  });
+
+  it('still running once the deadline passed (the host waited for the device): a fresh window of the full deadline, noted', async () => {
+    const s = await sentThenOffline(true);
+    clock.advance(DEADLINE);
+    await flush();
+    expect(notes(s.command_id).at(-1)).toBe('deadline passed while the device is offline; waiting for it to reconnect');
+    // Back in the very millisecond of the deadline: that counts as past it.
+    const { asks, answer } = await reconnect();
+    await answer('running');
+    expect(notes(s.command_id).at(-1)).toBe(`device still runs it after reconnecting; deadline extended by ${DEADLINE} ms`);
+    expect(core.status(s.command_id)).toMatchObject({ state: 'accepted', deadline_ms: 2 * DEADLINE });
+    clock.advance(DEADLINE - 1);
+    await flush();
+    expect(asks()).toHaveLength(1);
+    clock.advance(1);
+    await flush();
+    expect(asks()).toHaveLength(2);
+  });
+
+  it('done before the deadline: its stored result follows and completes it; the host asks nothing more meanwhile', async () => {
+    const s = await sentThenOffline(true);
+    clock.advance(50);
+    const { d, asks, answer } = await reconnect();
+    await answer('done');
+    clock.advance(DEADLINE - 50 - 1);
+    await flush();
+    expect(asks()).toHaveLength(1);
+    d.send({ t: 'res', rid: 'r1', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'completed', verified: true });
+  });
+
+  it('done once the deadline passed: if its result does not follow, asked again two round trips (2 × 20 ms) later', async () => {
+    await sentThenOffline(true);
+    clock.advance(DEADLINE);
+    await flush();
+    const { asks, answer } = await reconnect();
+    await answer('done');
+    clock.advance(39);
+    await flush();
+    expect(asks()).toHaveLength(1);
+    clock.advance(1);
+    await flush();
+    expect(asks()).toHaveLength(2);
+  });
+
+  it('done, but then silent while it already waits for the device: the wait is not started again; its first grace ends it', async () => {
+    const s = await sentThenOffline(true);
+    clock.advance(DEADLINE);
+    await flush();
+    clock.advance(10);
+    const { asks, answer } = await reconnect();
+    await answer('done');
+    clock.advance(40);
+    await flush();
+    expect(asks()).toHaveLength(2);
+    clock.advance(500);
+    await flush();
+    expect(notes(s.command_id).filter((n) => n?.includes('waiting for it to reconnect'))).toEqual(['deadline passed while the device is offline; waiting for it to reconnect']);
+    clock.advance(5000 - 550 - 1);
+    await flush();
+    expect(core.status(s.command_id)!.terminal).toBe(false);
+    clock.advance(1);
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', terminal_at: new Date(T0 + DEADLINE + 5000).toISOString() });
+  });
+
+  it('never received and only sent so far: re-sent with the same request_id, noted with its send count, with a new deadline', async () => {
+    const s = await sentThenOffline();
+    clock.advance(50);
+    const { d, answer } = await reconnect();
+    await answer('unknown');
+    expect(d.of('cmd')).toEqual([{ t: 'cmd', rid: 'r1', a: 'relay.set', p: { ch: 1, on: true } }]);
+    // Both history events carry the time of the re-send.
+    expect(core.commands.history(s.command_id).slice(-2)).toEqual([
+      { at: T0 + 50, state: 'sent', note: 'device rig1 (same boot, up 60000 ms) never received it; re-sent after reconnect (send #2, same request_id)' },
+      { at: T0 + 50, state: 'sent', note: `deadline ${DEADLINE} ms` },
+    ]);
+    expect(core.status(s.command_id)).toMatchObject({ state: 'sent', deadline_ms: 50 + DEADLINE });
+  });
+
+  it('acknowledged once, unknown now, before the deadline: not re-sent; the deadline decides', async () => {
+    const s = await sentThenOffline(true);
+    clock.advance(50);
+    const { d, asks, answer } = await reconnect();
+    await answer('unknown');
+    expect(d.of('cmd')).toEqual([]);
+    expect(core.status(s.command_id)!.state).toBe('accepted');
+    clock.advance(DEADLINE - 50 - 1);
+    await flush();
+    expect(asks()).toHaveLength(1);
+    clock.advance(1);
+    await flush();
+    expect(asks()).toHaveLength(2);
+  });
+
+  it('acknowledged once, unknown now, at the deadline: asked again at once, and unknown again ends it timeout', async () => {
+    const s = await sentThenOffline(true);
+    clock.advance(DEADLINE);
+    await flush();
+    const { d, asks, answer } = await reconnect();
+    await answer('unknown');
+    expect(asks()).toHaveLength(2);
+    await answer('unknown');
+    expect(d.of('cmd')).toEqual([]);
+    expect(core.status(s.command_id)).toMatchObject({
+      state: 'timeout',
+      detail: 'deadline passed and device rig1 has no record of request r1 in its current boot; whether the hardware acted for it is unknown',
+    });
+  });
+
+  it('an uptime shorter than the time since sending: DEVICE_REBOOTED, and nothing is re-sent', async () => {
+    const s = await sentThenOffline();
+    clock.advance(50);
+    const { d, answer } = await reconnect();
+    await answer('unknown', alive(d, 10));
+    expect(core.status(s.command_id)).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED' });
+    expect(core.status(s.command_id)!.detail).toContain('(up 10 ms, sent 50 ms ago)');
+    expect(d.of('cmd')).toEqual([]);
+    expect(states(s.command_id).at(-1)).toBe('failed');
+  });
+
+  it('no answer: nothing is decided on the reconnect; the deadline asks again', async () => {
+    const errors: unknown[] = [];
+    const onError = (e: unknown) => errors.push(e);
+    process.on('unhandledRejection', onError);
+    try {
+      const s = await sentThenOffline();
+      clock.advance(50);
+      const { d, asks } = await reconnect();
+      clock.advance(DEADLINE - 50);
+      await flush();
+      expect(asks()).toHaveLength(2);
+      clock.advance(500);
+      await flush();
+      expect(d.of('cmd')).toEqual([]);
+      expect(core.status(s.command_id)!.state).toBe('sent');
+      expect(errors).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onError);
+    }
+  });
+
+  it('a result that arrives while the host asks decides; the answer that follows cannot undo it', async () => {
+    const s = await sentThenOffline(true);
+    clock.advance(50);
+    const { d, answer } = await reconnect();
+    d.send({ t: 'res', rid: 'r1', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    // Even an answer that would mean a restart changes nothing about a command that ended.
+    await answer('running', alive(d, 1));
+    expect(core.status(s.command_id)).toMatchObject({ state: 'completed', error_code: null });
+    expect(states(s.command_id).at(-1)).toBe('completed');
+  });
+
+  it('a slow device (300 ms round trips) gets three round trips to answer, not the 500 ms default', async () => {
+    const d0 = await online('boot0001', 'rig1', 'relay-rig-4ch', 300);
+    expect(core.devices.rttMax('rig1')).toBe(300);
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    d0.link.close();
+    await flush();
+    clock.advance(50);
+    const { d, answer } = await reconnect();
+    clock.advance(600);
+    await answer('unknown');
+    expect(d.of('cmd')).toHaveLength(1);
+    expect(core.status(s.command_id)!.state).toBe('sent');
+  });
+
+  it('re-sent (after the deadline’s question) while the reconnect’s question was out: that older answer changes nothing', async () => {
+    const s = await sentThenOffline();
+    clock.advance(50);
+    const { d, asks } = await reconnect();
+    clock.advance(DEADLINE - 50);
+    await flush();
+    const [onReconnect, atDeadline] = asks();
+    d.send({ t: 'state', q: atDeadline.q, s: alive(d), rid: 'r1', rst: 'unknown' });
+    await flush();
+    expect(d.of('cmd')).toHaveLength(1);
+    d.send({ t: 'state', q: onReconnect.q, s: alive(d), rid: 'r1', rst: 'unknown' });
+    await flush();
+    expect(d.of('cmd')).toHaveLength(1);
+    expect(core.status(s.command_id)).toMatchObject({ state: 'sent', deadline_ms: 2 * DEADLINE });
+  });
+
+  it('re-sent (after the reconnect’s question) while the deadline’s question was out: that older answer changes nothing', async () => {
+    const s = await sentThenOffline();
+    clock.advance(50);
+    const { d, asks } = await reconnect();
+    clock.advance(DEADLINE - 50);
+    await flush();
+    const [onReconnect, atDeadline] = asks();
+    d.send({ t: 'state', q: onReconnect.q, s: alive(d), rid: 'r1', rst: 'unknown' });
+    await flush();
+    expect(d.of('cmd')).toHaveLength(1);
+    d.send({ t: 'state', q: atDeadline.q, s: alive(d), rid: 'r1', rst: 'unknown' });
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('sent');
+  });
+
+  it('a board re-provisioned without the command’s channel: still running past the deadline, it gets three round trips more', async () => {
+    const s = await sentThenOffline(true);
+    clock.advance(DEADLINE);
+    await flush();
+    core.provision('rig1', SECRET, { ...relayBoard, relays: relayBoard.relays.filter((r) => r.ch !== 1) });
+    const { answer } = await reconnect();
+    await answer('running');
+    expect(notes(s.command_id).at(-1)).toBe('device still runs it after reconnecting; deadline extended by 60 ms');
+  });
+
+  it('only the reconnecting device’s commands are touched: another device’s open command stays as it is', async () => {
+    const slide = await online('boot0001', 'slide', 'stepper-rig');
+    const move = await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 50 } });
+    await flush();
+    const relay = await sentThenOffline();
+    await reconnect('boot0002');
+    expect(core.status(relay.command_id)).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED' });
+    expect(core.status(move.command_id)!.state).toBe('sent');
+    expect(slide.of('q').filter((f) => f.rid !== undefined)).toEqual([]);
+  });
+});
+
+describe('past the deadline, the answer to the host’s question is about the command as it was', () => {
+  it('a result that arrives while the host asks decides; the answer that follows cannot undo it', async () => {
+    const d = await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    clock.advance(DEADLINE);
+    await flush();
+    const q = d.of('q').filter((f) => f.rid === 'r1').at(-1)!;
+    d.send({ t: 'res', rid: 'r1', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    d.send({ t: 'state', q: q.q, s: alive(d, 1), rid: 'r1', rst: 'running' });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'completed', error_code: null });
+    expect(states(s.command_id).at(-1)).toBe('completed');
+  });
+
+  it('a slow device (300 ms round trips) is waited for three round trips before the host gives up asking', async () => {
+    await online('boot0001', 'rig1', 'relay-rig-4ch', 300);
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    clock.advance(s.deadline_ms!);
+    await flush();
+    clock.advance(900);
+    await flush();
+    expect(notes(s.command_id).at(-1)).toBe('device did not answer a state query within 900 ms; waiting for it to reconnect');
+  });
+
+  it('done: noted when it was said, and asked again two round trips (2 × 20 ms) later, not sooner', async () => {
+    const d = await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    clock.advance(DEADLINE);
+    await flush();
+    const asks = () => d.of('q').filter((f) => f.rid === 'r1');
+    clock.advance(5);
+    d.send({ t: 'state', q: asks().at(-1)!.q, s: alive(d), rid: 'r1', rst: 'done' });
+    await flush();
+    expect(core.commands.history(s.command_id).at(-1)).toEqual({ at: T0 + DEADLINE + 5, state: 'sent', note: 'device says done after the deadline; waiting for its result frame' });
+    clock.advance(39);
+    await flush();
+    expect(asks()).toHaveLength(1);
+    clock.advance(1);
+    await flush();
+    expect(asks()).toHaveLength(2);
+  });
+
+  it('acknowledged, then unknown to the device: not re-sent (it was received once), timeout', async () => {
+    const d = await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    d.send({ t: 'ack', rid: 'r1', st: 'accepted' });
+    clock.advance(DEADLINE);
+    await flush();
+    d.send({ t: 'state', q: d.of('q').filter((f) => f.rid === 'r1').at(-1)!.q, s: alive(d), rid: 'r1', rst: 'unknown' });
+    await flush();
+    expect(d.of('cmd')).toHaveLength(1);
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT' });
+  });
+
+  it('a device that stays connected but never answers: timeout when the grace ends, without asking again', async () => {
+    const d = await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    clock.advance(DEADLINE + 500);
+    await flush();
+    expect(notes(s.command_id).at(-1)).toBe('device did not answer a state query within 500 ms; waiting for it to reconnect');
+    // Its heartbeats keep the connection up (the host closes a link silent for 3 heartbeats).
+    for (let t = 0; t < 5000; t += 1000) {
+      d.send({ t: 'hb', up: 60_000 + t });
+      await flush();
+      clock.advance(1000);
+      await flush();
+    }
+    expect(core.devices.session('rig1')).toBeDefined();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', detail: 'deadline passed and device rig1 could not be asked for its real state for 5000 ms more; the outcome is unknown' });
+    expect(d.of('q').filter((f) => f.rid === 'r1')).toHaveLength(1);
+  });
+
+  it('closing the host while it waits for an answer ends quietly', async () => {
+    const errors: unknown[] = [];
+    const onError = (e: unknown) => errors.push(e);
+    process.on('unhandledRejection', onError);
+    try {
+      await online();
+      await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+      await flush();
+      clock.advance(DEADLINE);
+      await flush();
+      core.close();
+      await flush();
+      expect(errors).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onError);
+      core = makeCore();
+    }
+  });
+});
+
+describe('a host restart', () => {
+  it('an open command keeps the deadline it was sent with', async () => {
+    await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    clock.advance(100);
+    core.close();
+    core = makeCore();
+    clock.advance(DEADLINE - 100 - 1);
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'sent', terminal: false });
+    expect(notes(s.command_id)).toHaveLength(2);
+    clock.advance(1);
+    await flush();
+    expect(notes(s.command_id).at(-1)).toBe('deadline passed while the device is offline; waiting for it to reconnect');
+  });
+
+  it('an open command journaled by a version that did not record when it was sent: the uptime cannot tell a restart, so the answer decides', async () => {
+    await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    core.close();
+    const raw = new Database(db);
+    raw.prepare('UPDATE commands SET sent_at = NULL').run();
+    raw.close();
+    clock.advance(50);
+    core = makeCore();
+    const { d, answer } = await reconnect();
+    await answer('unknown', alive(d, 10));
+    expect(core.status(s.command_id)!.state).toBe('sent');
+    expect(d.of('cmd')).toHaveLength(1);
+  });
+
+  it('a command journaled but never sent before the host stopped ends timeout, saying nothing reached the device', async () => {
+    core.close();
+    const j = new Journal(db);
+    j.insert({ ...blankCommand(), command_id: 'cmd_unsent', device_id: 'rig1', request_id: 'old-1', action: 'relay.set', args: { ch: 1, on: true }, submitted_at: T0, updated_at: T0 });
+    j.close();
+    core = makeCore();
+    expect(core.status('cmd_unsent')).toMatchObject({
+      state: 'timeout',
+      terminal: true,
+      error_code: 'TIMEOUT',
+      detail: 'the host stopped before this command was sent; nothing reached the device',
+    });
+  });
+});
+
+describe('a journal batch that failed to commit', () => {
+  it('a result lost with its batch leaves the command open with its deadline; a command already waiting for its device is left waiting; it is logged', async () => {
+    core.close();
+    const j = new FailingJournal(db);
+    core = makeCore(j);
+    const d = await online();
+    // B: its deadline passed and the device did not answer: it waits for the device (grace).
+    const b = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true }, request_id: 'b' });
+    await flush();
+    clock.advance(DEADLINE + 500);
+    await flush();
+    expect(notes(b.command_id).at(-1)).toBe('device did not answer a state query within 500 ms; waiting for it to reconnect');
+    const asksB = () => d.of('q').filter((f) => f.rid === 'b');
+    expect(asksB()).toHaveLength(1);
+    // A: its result arrives, and that batch fails to commit.
+    const a = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'a' });
+    await flush();
+    j.failNext = true;
+    d.send({ t: 'res', rid: 'a', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    expect(core.status(a.command_id)!.state).toBe('sent');
+    expect(d.of('rack')).toEqual([]);
+    expect(logLines.filter((l) => l.evt === 'journal_commit_failed')).toMatchObject([
+      { msg: 'journal batch rolled back; its frames and answers were withheld', err: expect.stringContaining('disk I/O error (simulated)') },
+    ]);
+    await flush();
+    expect(asksB()).toHaveLength(1);
+    clock.advance(DEADLINE - 1);
+    await flush();
+    expect(d.of('q').filter((f) => f.rid === 'a')).toHaveLength(0);
+    clock.advance(1);
+    await flush();
+    expect(d.of('q').filter((f) => f.rid === 'a')).toHaveLength(1);
+    expect(asksB()).toHaveLength(1);
+  });
+});
+
+describe('a wait whose time limit passes while a batch is open', () => {
+  it('resolves once that batch is settled, with what is on disk: after a failed commit, the state from before it', async () => {
+    core.close();
+    const j = new FailingJournal(db);
+    core = makeCore(j);
+    await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    let got: unknown;
+    void core.commands.waitTerminal(s.command_id, 50).then((v) => (got = v));
+    j.group(() => {
+      j.update({ ...j.get(s.command_id)!, state: 'running', accepted: true }, true);
+      j.failNext = true;
+      clock.advance(50);
+    });
+    await flush();
+    expect(got).toMatchObject({ command_id: s.command_id, state: 'sent', accepted: false });
+  });
+});
+
+describe('what the log says about a command', () => {
+  it('one line when it is submitted and one when it ends, with its outcome and how long it took', async () => {
+    const d = await online();
+    const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    clock.advance(20);
+    d.send({ t: 'res', rid: 'r1', st: 'completed', ev: 'aux_contact', ver: true, s: d.state(true), ms: 3 });
+    await flush();
+    const lines = logLines.filter((l) => l.evt === 'command').map(({ time: _t, pid: _p, hostname: _h, level: _l, ...l }) => l);
+    expect(lines).toStrictEqual([
+      { evt: 'command', phase: 'submitted', command_id: s.command_id, request_id: 'r1', device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, msg: 'command submitted' },
+      {
+        evt: 'command',
+        phase: 'terminal',
+        command_id: s.command_id,
+        device_id: 'rig1',
+        state: 'completed',
+        evidence: 'aux_contact',
+        verified: true,
+        error_code: null,
+        elapsed_ms: 20,
+        detail: null,
+        msg: 'command completed',
+      },
+    ]);
+  });
+});
