@@ -548,11 +548,26 @@ describe('firmware link security: the host must prove the secret, and every late
     expect(recv(rig, s).find((x) => x.t === 'hb')).toMatchObject({ bad: 2 });
   });
 
-  it('reordered frames are refused: counter 3 before 2 is dropped, then 2 is taken', () => {
+  it('a host frame past the next counter means one was lost: it is refused and the device reconnects at once instead of refusing every later frame', () => {
     const { rig, s } = boot(500);
-    rig.sendRaw(s, rig.sealed(s, { t: 'q', q: 'three' }, 2));
+    const writesAtBoot = rig.trace.filter((t) => t.startsWith('dw')).length;
+    rig.sendRaw(s, rig.sealed(s, relaySet('r2', 1, true), 2));
     rig.sendRaw(s, rig.sealed(s, { t: 'q', q: 'two' }, 1));
     rig.advance(10);
+    expect(recv(rig, s)).toEqual([]); // neither acted on nor answered
+    expect(s.ended).toBe(true);
+    expect(rig.logs.some((l) => l.includes('down: a frame from the host was lost'))).toBe(true);
+    expect(rig.trace.filter((t) => t.startsWith('dw')).length).toBe(writesAtBoot); // the lost-frame command never ran
+    rig.advance(300);
+    expect(rig.open().length).toBe(1); // the next connection, where the host re-syncs what it sent
+  });
+
+  it('a frame past the next counter whose MAC is not the host\'s is refused and changes nothing', () => {
+    const { rig, s } = boot(500);
+    rig.sendRaw(s, rig.sealed(s, { t: 'q', q: 'three' }, 2, Buffer.alloc(32, 1)));
+    rig.sendRaw(s, rig.sealed(s, { t: 'q', q: 'two' }, 1));
+    rig.advance(10);
+    expect(s.ended).toBe(false);
     expect(recv(rig, s).map((x) => x.q)).toEqual(['two']);
   });
 

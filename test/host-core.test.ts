@@ -183,13 +183,25 @@ describe('after the handshake every device frame must be the next sealed one: th
     await unchanged(d, s.command_id, 1);
   });
 
-  it('a result with a counter ahead of the next one (reordered) is refused, then the right counter is taken', async () => {
+  it('a result sealed by the device with a counter past the next one means a frame was lost: refused, and the link is ended so the device reconnects and re-sends it (chaos seed 3934)', async () => {
     const { d, s, res } = await withCommand();
     d.sendRaw(d.sealed(res, d.txN + 2));
-    await unchanged(d, s.command_id, 1);
-    d.sendRaw(d.sealed(res, d.txN + 1));
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('sent'); // never acted on
+    expect(d.closed).toBe(true); // not a deaf link that refuses every later frame until liveness gives up
+    expect(core.devices.view('rig1')!.online).toBe(false);
+    expect(logLines).toContainEqual(expect.objectContaining({ evt: 'frame_refused', why: expect.stringContaining('a frame was lost') }));
+    const again = await online();
+    again.send(res);
     await flush();
     expect(core.status(s.command_id)!.state).toBe('completed');
+  });
+
+  it('a frame past the next counter under a MAC the device did not make is refused without ending the link', async () => {
+    const { d, s, res } = await withCommand();
+    d.sendRaw(d.sealed(res, d.txN + 2, Buffer.alloc(32, 1)));
+    await unchanged(d, s.command_id, 1);
+    expect(d.closed).toBe(false);
   });
 
   it('a replayed frame is refused: the same sealed ack twice is counted once as refused', async () => {
@@ -531,6 +543,22 @@ describe('after the deadline the host asks the device before deciding', () => {
     d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'unknown' });
     await flush();
     expect(d.of('cmd').map((c) => c.rid)).toEqual([rid, rid]);
+    expect(core.status(s.command_id)!.state).toBe('sent');
+  });
+
+  it('a device that says it never got the command and drops the link at once gets it on its next connection, and the host stays up (chaos seed 2619)', async () => {
+    const { d, s, rid, query } = await pastDeadline();
+    const answer = d.sealed({ t: 'state', q: query().q, s: d.state(), rid, rst: 'unknown' }, d.txN + 1);
+    // In the same read, a frame past the next counter: the host ends the link before its answer handling resumes.
+    d.inject(answer, d.sealed({ t: 'hb', up: 1 }, d.txN + 3));
+    await flush();
+    expect(core.status(s.command_id)!.state).toBe('sent');
+    expect(core.commands.history(s.command_id).at(-1)!.note).toMatch(/went offline after saying so/);
+    const again = await online();
+    const ask = again.of('q').find((f) => f.rid === rid)!; // the reconnect asks before re-sending anything
+    again.send({ t: 'state', q: ask.q, s: again.state(), rid, rst: 'unknown' });
+    await flush();
+    expect(again.of('cmd').map((c) => c.rid)).toEqual([rid]); // and sends it once, with the same request_id
     expect(core.status(s.command_id)!.state).toBe('sent');
   });
 

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { motionAxis, speedFor } from './helpers/arbitraries';
-import { DEDUPE_RING_SIZE, LATE_TICK_MS, MIN_STEP_HZ, moveDurationS, parseToDevice, parseToHost, STEP_TICK_MS, stepHz, type MotionAxis } from '@proofrig/protocol';
+import { counterOf, withCounter, DEDUPE_RING_SIZE, LATE_TICK_MS, MIN_STEP_HZ, moveDurationS, parseToDevice, parseToHost, STEP_TICK_MS, stepHz, type MotionAxis } from '@proofrig/protocol';
 // The ring through its source: the bundle is one closed IIFE with no exports, and the source is
 // exactly what esbuild puts into it (the bundle tests cover the build step itself).
 import { DONE, RUNNING, ringAck, ringAdd, ringDone, ringFind, ringPending, ringReset, ringState } from '../firmware/src/dedupe';
@@ -71,6 +71,30 @@ describe('frame validators (shared-protocol)', () => {
       }),
       RUNS,
     );
+  });
+});
+
+describe('the sealed counter a receiver reads to tell a lost frame (shared-protocol/src/seal.ts)', () => {
+  it('counterOf reads back exactly the counter withCounter added, whatever the body', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), (o, n) => {
+        expect(counterOf(withCounter(JSON.stringify(o), n))).toBe(n);
+      }),
+      RUNS,
+    );
+  });
+
+  it('a body without a valid counter as its last field reads -1, never a number', () => {
+    fc.assert(
+      fc.property(fc.string(), (text) => {
+        const n = counterOf(text);
+        if (n !== -1) expect(text.endsWith(withCounter('}', n))).toBe(true);
+      }),
+      RUNS,
+    );
+    for (const t of ['{}', '{"n":0}', '{"n":01}', '{"n":}', '{"x":"n":5}', '{"n":5 }', '{"a":1,"n":-3}'])
+      expect(counterOf(t), t).toBe(-1);
+    expect(counterOf('{"a":1,"n":12}')).toBe(12);
   });
 });
 

@@ -398,7 +398,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     await new Promise((r) => setImmediate(r));
     rejections = undefined;
   }
-  for (const e of errors) checker.violation('no-crash', '-', `host threw ${String(e)}`);
+  for (const e of errors) checker.violation('no-crash', '-', `host threw ${(e as Error)?.stack ?? String(e)}`);
   checker.finish();
   const result: RunResult = {
     seed,

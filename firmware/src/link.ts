@@ -7,7 +7,7 @@
 import type { RigConfig, ToDeviceFrame } from '@proofrig/protocol';
 import {
   authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, LIVENESS_MISSES, MAC_BYTES, macInput, PROTOCOL_VERSION,
-  parseToDevice, clip, seal, SEAL_TAIL, sessionKeyMessage, unseal, withCounter,
+  parseToDevice, clip, counterOf, seal, SEAL_TAIL, sessionKeyMessage, unseal, withCounter,
 } from '@proofrig/protocol';
 import { wsClose, wsCtlAt, wsInit, wsIsOpen, wsOpen, wsSend } from './ws';
 import type { HmacKey } from './sha256';
@@ -180,20 +180,28 @@ function refused(why: string): void {
   if (!(bad & (bad - 1))) log('refused ' + bad + ' frame(s) from the host; last: ' + why);
 }
 
+/** A frame with the host's MAC and a later counter: one was lost, and every later one would be refused too. */
+const LOST = 'a frame from the host was lost';
+
 /** Why s (UTF-8 bytes) is not the next sealed frame from the host, or '' when it is. */
 function unsealFail(s: string): string {
   const u = unseal(s);
   if (!u) return 'not sealed';
   if (!same(u.mac, fmac(HOST_DIR, u.body))) return 'bad MAC';
   const t = withCounter('}', rxN + 1);
-  if (u.body.substr(u.body.length - t.length) !== t) return 'counter is not ' + (rxN + 1);
+  if (u.body.substr(u.body.length - t.length) !== t) return counterOf(u.body) > rxN + 1 ? LOST : 'counter is not ' + (rxN + 1);
   return '';
 }
 
 function dispatch(s: string): void {
   if (ph === 3) {
     const why = unsealFail(s);
-    if (why) return refused(why);
+    if (why) {
+      refused(why);
+      // Reconnect now: the host re-syncs what it sent (chaos seed 3934 was the mirror case on the host).
+      if (why === LOST) down(why, false);
+      return;
+    }
     rxN++;
     okAt = nowMs();
     s = s.substr(0, s.length - SEAL_TAIL) + '}';

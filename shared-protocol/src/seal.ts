@@ -43,6 +43,22 @@ export function withCounter(json: string, n: number): string {
   return json.slice(0, -1) + ',"' + CTR_FIELD + '":' + n + '}';
 }
 
+/**
+ * The counter a sealed body carries (its last field), or -1 when it carries none. A receiver that
+ * gets a frame with a valid MAC and a counter past the next one knows a frame was lost on this
+ * connection: the counters can never line up again, so the link is ended at once instead of
+ * refusing every later frame until liveness gives up (chaos seed 3934: a deaf link lost a result).
+ */
+export function counterOf(body: string): number {
+  // A backward scan over the digits (Espruino has no Array lastIndexOf, and the check cannot tell strings apart).
+  const end = body.length - 1;
+  let i = end;
+  while (i > 0 && body.charCodeAt(i - 1) >= 48 && body.charCodeAt(i - 1) <= 57) i--;
+  const tag = ',"' + CTR_FIELD + '":';
+  if (body.charAt(end) !== '}' || i === end || body.charAt(i) === '0' || body.slice(i - tag.length, i) !== tag) return -1;
+  return Number(body.slice(i, end));
+}
+
 /** The sealed frame: the body with the MAC appended as its last field. */
 export function seal(body: string, mac: string): string {
   return body.slice(0, -1) + ',"' + MAC_FIELD + '":"' + mac + '"}';

@@ -15,6 +15,8 @@ export const flush = async (n = 5) => {
 
 export class FakeDevice {
   link: Link;
+  /** The host's end of the link: inject() hands it frames directly. */
+  private readonly hostSide: Link;
   received: Record<string, unknown>[] = [];
   /** Every text the host sent, as it came (sealed after the handshake). */
   raw: string[] = [];
@@ -38,6 +40,7 @@ export class FakeDevice {
     readonly board = 'relay-rig-4ch',
   ) {
     const [hostSide, deviceSide] = createLinkedPair();
+    this.hostSide = hostSide;
     core.attach(hostSide);
     this.link = deviceSide;
     this.link.onmessage = (t) => this.receive(t);
@@ -86,6 +89,11 @@ export class FakeDevice {
   /** Send text exactly as given (forged, replayed, unsealed ...). */
   sendRaw(text: string): void {
     this.link.send(text);
+  }
+
+  /** Frames the host handles one after another in a single turn, as when they arrive in one socket read. */
+  inject(...texts: string[]): void {
+    for (const t of texts) this.hostSide.onmessage?.(t);
   }
 
   /** A sealed frame with a counter and key of our choosing (does not advance txN). */

@@ -546,7 +546,9 @@ export class Commands extends EventEmitter {
       return this.arm(id, ms);
     }
     if (answer.rst === 'unknown' && c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent && c.sends < 2) {
-      const s = this.devices.session(dev)!;
+      // The link that carried the answer may have ended since (chaos seed 2619): re-send on the next one.
+      const s = this.devices.session(dev);
+      if (!s) return this.awaitDevice(c, 'device never received it and went offline after saying so; waiting for it to reconnect');
       c.sends++;
       this.noted(c, 'device never received it; re-sent once with the same request_id');
       const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));

@@ -8,6 +8,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   authMessage,
+  counterOf,
   DEVICE_DIR,
   HOST_DIR,
   hostProofMessage,
@@ -95,13 +96,16 @@ export class Session {
   }
 
   /** The body of text if it is the next sealed frame from the device, else why not. */
-  private unsealNext(text: string): { body: string } | { why: string } {
+  private unsealNext(text: string): { body: string } | { why: string; lost?: true } {
     const u = unseal(text);
     if (!u) return { why: 'not sealed' };
     const want = Buffer.from(this.mac(DEVICE_DIR, u.body), 'latin1');
     const got = Buffer.from(u.mac, 'latin1');
     if (got.length !== want.length || !timingSafeEqual(got, want)) return { why: 'bad MAC' };
-    if (!u.body.endsWith(withCounter('}', this.rxN + 1))) return { why: `counter is not ${this.rxN + 1}` };
+    if (!u.body.endsWith(withCounter('}', this.rxN + 1))) {
+      const n = counterOf(u.body);
+      return n > this.rxN + 1 ? { why: `counter ${n} is past ${this.rxN + 1}: a frame was lost`, lost: true } : { why: `counter is not ${this.rxN + 1}` };
+    }
     this.rxN++;
     return { body: u.body };
   }
@@ -143,8 +147,11 @@ export class Session {
       if ('why' in u) {
         // Forged, replayed, reordered or truncated: no answer (an oracle for nobody), no liveness credit.
         this.refusedFrames++;
-        if ((this.refusedFrames & (this.refusedFrames - 1)) === 0)
+        if ((this.refusedFrames & (this.refusedFrames - 1)) === 0 || u.lost)
           this.log.warn({ evt: 'frame_refused', dev: this.dev, remote: this.link.remote, why: u.why, count: this.refusedFrames }, 'frame from device refused');
+        // The device's own MAC on a later counter: one of its frames is gone, and every later one
+        // would be refused too. End the link now; the device reconnects and re-sends its results.
+        if (u.lost) this.close('a frame from the device was lost on this connection');
         return;
       }
       text = u.body;
