@@ -155,6 +155,31 @@ describe('the journal batches writes and tells only after the commit', () => {
     expect(onDisk(reader, 'req_1')).toBe('accepted');
   });
 
+  it('a write that fails inside a batch (writes there take no savepoint) fails the whole batch: nothing partial is committed and every waiter is told', async () => {
+    j = new TestJournal(path, immediate);
+    reader = new Database(path, { readonly: true });
+    const rolledBack: string[] = [];
+    j.onRollback = (e) => rolledBack.push(e.message);
+    j.insert(command(1));
+    // Same command id, other request: the row's primary key refuses it after the first rows of the batch were written.
+    expect(() => j.insert({ ...command(1), request_id: 'req_other' })).toThrow(/UNIQUE constraint failed: commands.command_id/);
+    j.insert(command(2));
+    const waiter = j.flushed().then(() => 'resolved', (e: Error) => e.message);
+    await flush(1);
+    const msg = await waiter;
+    expect(msg).toBe('journal commit failed (a write of the batch failed: UNIQUE constraint failed: commands.command_id); nothing of it was sent or answered');
+    expect(rolledBack).toEqual([msg]);
+    expect(j.commits).toBe(0);
+    expect(onDisk(reader, 'req_1')).toBeUndefined();
+    expect(onDisk(reader, 'req_2')).toBeUndefined();
+    expect(j.open()).toEqual([]);
+    // The next batch is clean again and commits.
+    j.insert(command(3));
+    await j.flushed();
+    expect(onDisk(reader, 'req_3')).toBe('submitted');
+    expect(j.events('cmd_3')).toHaveLength(1);
+  });
+
   it('a commit that fails with its transaction already gone (SQLite rolled it back itself) is handled the same; no onRollback is needed', async () => {
     j = new TestJournal(path, immediate);
     reader = new Database(path, { readonly: true });
