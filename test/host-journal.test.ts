@@ -495,6 +495,22 @@ describe('a journal written by an earlier version', () => {
     expect(j.byRequest('rig1', 'r')!.command_id).toBe(retry.command_id);
   });
 
+  it('whose open commands were indexed by state (rewritten on every state change): that index is replaced by one on submitted_at', () => {
+    j.close();
+    const old = join(dir, 'old-open-index.db');
+    new Journal(old).close();
+    const db = new Database(old);
+    db.exec('DROP INDEX commands_open_at; CREATE INDEX commands_open ON commands(state) WHERE terminal_at IS NULL');
+    db.close();
+    j = new Journal(old);
+    j.close();
+    const after = new Database(old, { readonly: true });
+    const names = (after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'commands_open%'").all() as { name: string }[]).map((r) => r.name);
+    after.close();
+    expect(names).toEqual(['commands_open_at']);
+    j = new Journal(old);
+  });
+
   it('gets the newer columns added in place, and its rows read back with them empty', () => {
     j.close();
     const old = join(dir, 'old.db');
