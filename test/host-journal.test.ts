@@ -466,15 +466,20 @@ describe('the journal holds device secrets: only this user may read it', () => {
 });
 
 describe('a journal written by an earlier version', () => {
-  it('whose (device_id, request_id) index was unique outright: a retry after DEVICE_OFFLINE can run', () => {
+  /** A journal file of today's schema with `sql` run on it (what an earlier version left), opened again as `j`. */
+  function reopenedAfter(name: string, sql: string): string {
     j.close();
-    const old = join(dir, 'old-index.db');
-    const first = new Journal(old);
-    first.close();
+    const old = join(dir, name);
+    new Journal(old).close();
     const db = new Database(old);
-    db.exec('DROP INDEX commands_request_once; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
+    db.exec(sql);
     db.close();
     j = new Journal(old);
+    return old;
+  }
+
+  it('whose (device_id, request_id) index was unique outright: a retry after DEVICE_OFFLINE can run', () => {
+    reopenedAfter('old-index.db', 'DROP INDEX commands_request_once; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1000 }));
     const retry = blank({ request_id: 'r', state: 'sent' });
     j.insert(retry);
@@ -482,13 +487,10 @@ describe('a journal written by an earlier version', () => {
   });
 
   it('whose index freed a request_id after DEVICE_OFFLINE only: a retry after a BUSY refusal can run', () => {
-    j.close();
-    const old = join(dir, 'old-index-sent.db');
-    new Journal(old).close();
-    const db = new Database(old);
-    db.exec("DROP INDEX commands_request_once; CREATE UNIQUE INDEX commands_request_sent ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE')");
-    db.close();
-    j = new Journal(old);
+    reopenedAfter(
+      'old-index-sent.db',
+      "DROP INDEX commands_request_once; CREATE UNIQUE INDEX commands_request_sent ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE')",
+    );
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'BUSY', terminal_at: 1000 }));
     const retry = blank({ request_id: 'r', state: 'sent', sent_at: 1100 });
     j.insert(retry);
@@ -496,13 +498,7 @@ describe('a journal written by an earlier version', () => {
   });
 
   it('whose open commands were indexed by state (rewritten on every state change): that index is replaced by one on submitted_at', () => {
-    j.close();
-    const old = join(dir, 'old-open-index.db');
-    new Journal(old).close();
-    const db = new Database(old);
-    db.exec('DROP INDEX commands_open_at; CREATE INDEX commands_open ON commands(state) WHERE terminal_at IS NULL');
-    db.close();
-    j = new Journal(old);
+    const old = reopenedAfter('old-open-index.db', 'DROP INDEX commands_open_at; CREATE INDEX commands_open ON commands(state) WHERE terminal_at IS NULL');
     j.close();
     const after = new Database(old, { readonly: true });
     const names = (after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'commands_open%'").all() as { name: string }[]).map((r) => r.name);
