@@ -32,8 +32,7 @@ afterEach(() => core.close());
 async function slide() {
   const d = new FakeDevice(core, 'slide', SECRET, 'boot0001', 'stepper-rig');
   await d.connect();
-  const q = d.of('q').find((f) => f.rid === undefined)!;
-  d.send({ t: 'state', q: q.q, s: { up: 1, relays: [], axes: [axisState(0)] } });
+  d.answerStateQuery({ up: 1, relays: [], axes: [axisState(0)] });
   await flush();
   return d;
 }
@@ -107,8 +106,7 @@ describe('one motion at a time per axis', () => {
     const d = await slide();
     const g = new FakeDevice(core, 'gantry', SECRET, 'boot0002', 'stepper-rig');
     await g.connect();
-    const q = g.of('q').find((f) => f.rid === undefined)!;
-    g.send({ t: 'state', q: q.q, s: { up: 1, relays: [], axes: [axisState(0), { ...axisState(0), axis: 'y' }] } });
+    g.answerStateQuery({ up: 1, relays: [], axes: [axisState(0), { ...axisState(0), axis: 'y' }] });
     await flush();
     expect(await move(150)).toMatchObject({ state: 'sent' });
     const gx = await core.submit({ device_id: 'gantry', action: 'stepper.move', args: { axis: 'x', mm: 100 } });
@@ -157,8 +155,7 @@ describe("a refusal of the moment does not use up the request_id; the device's o
     expect(await move(10, 'agent-2')).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED', request_id: 'agent-2' });
     const status = core.deviceStatus('slide', true);
     await flush();
-    const q = d.of('q').filter((f) => f.rid === undefined).at(-1)!;
-    d.send({ t: 'state', q: q.q, s: { up: 3, relays: [], axes: [axisState(70.02)] } });
+    d.answerStateQuery({ up: 3, relays: [], axes: [axisState(70.02)] });
     await status;
     const run = await move(10, 'agent-2');
     expect(run).toMatchObject({ state: 'sent', request_id: 'agent-2' });

@@ -65,8 +65,7 @@ async function online(boot = 'boot0001', dev = 'rig1', board = 'relay-rig-4ch', 
   const d = new FakeDevice(core, dev, SECRET, boot, board);
   await d.connect();
   clock.advance(rttMs);
-  const q = d.of('q').find((f) => f.rid === undefined);
-  if (q) d.send({ t: 'state', q: q.q, s: d.state() });
+  d.answerStateQuery();
   await flush();
   return d;
 }
@@ -97,6 +96,16 @@ async function reconnect(boot = 'boot0001') {
   return { d, asks, answer };
 }
 
+/** With `before` questions about r1 so far, the host asks nothing more for `ms` - 1 ms and once more at `ms`. */
+async function askedAgainAfter(asks: () => unknown[], ms: number, before: number): Promise<void> {
+  clock.advance(ms - 1);
+  await flush();
+  expect(asks()).toHaveLength(before);
+  clock.advance(1);
+  await flush();
+  expect(asks()).toHaveLength(before + 1);
+}
+
 const notes = (id: string) => core.commands.history(id).map((e) => e.note);
 const states = (id: string) => core.commands.history(id).map((e) => e.state);
 
@@ -110,12 +119,7 @@ describe('a reconnect with the same boot id: each open command is asked about, a
     expect(core.status(s.command_id)).toMatchObject({ state: 'accepted', deadline_ms: DEADLINE });
     expect(states(s.command_id)).toEqual(['submitted', 'sent', 'accepted']);
     expect(d.of('cmd')).toEqual([]);
-    clock.advance(DEADLINE - 50 - 1);
-    await flush();
-    expect(asks()).toHaveLength(1);
-    clock.advance(1);
-    await flush();
-    expect(asks()).toHaveLength(2);
+    await askedAgainAfter(asks, DEADLINE - 50, 1);
   });
 
   it('still running once the deadline passed (the host waited for the device): a fresh window of the full deadline, noted', async () => {
@@ -128,12 +132,7 @@ describe('a reconnect with the same boot id: each open command is asked about, a
     await answer('running');
     expect(notes(s.command_id).at(-1)).toBe(`device still runs it after reconnecting; deadline extended by ${DEADLINE} ms`);
     expect(core.status(s.command_id)).toMatchObject({ state: 'accepted', deadline_ms: 2 * DEADLINE });
-    clock.advance(DEADLINE - 1);
-    await flush();
-    expect(asks()).toHaveLength(1);
-    clock.advance(1);
-    await flush();
-    expect(asks()).toHaveLength(2);
+    await askedAgainAfter(asks, DEADLINE, 1);
   });
 
   it('done before the deadline: its stored result follows and completes it; the host asks nothing more meanwhile', async () => {
@@ -155,12 +154,7 @@ describe('a reconnect with the same boot id: each open command is asked about, a
     await flush();
     const { asks, answer } = await reconnect();
     await answer('done');
-    clock.advance(39);
-    await flush();
-    expect(asks()).toHaveLength(1);
-    clock.advance(1);
-    await flush();
-    expect(asks()).toHaveLength(2);
+    await askedAgainAfter(asks, 40, 1);
   });
 
   it('done, but then silent while it already waits for the device: the wait is not started again; its first grace ends it', async () => {
@@ -205,12 +199,7 @@ describe('a reconnect with the same boot id: each open command is asked about, a
     await answer('unknown');
     expect(d.of('cmd')).toEqual([]);
     expect(core.status(s.command_id)!.state).toBe('accepted');
-    clock.advance(DEADLINE - 50 - 1);
-    await flush();
-    expect(asks()).toHaveLength(1);
-    clock.advance(1);
-    await flush();
-    expect(asks()).toHaveLength(2);
+    await askedAgainAfter(asks, DEADLINE - 50, 1);
   });
 
   it('acknowledged once, unknown now, at the deadline: asked again at once, and unknown again ends it timeout', async () => {
@@ -378,12 +367,7 @@ describe('past the deadline, the answer to the host’s question is about the co
     d.send({ t: 'state', q: asks().at(-1)!.q, s: alive(d), rid: 'r1', rst: 'done' });
     await flush();
     expect(core.commands.history(s.command_id).at(-1)).toEqual({ at: T0 + DEADLINE + 5, state: 'sent', note: 'device says done after the deadline; waiting for its result frame' });
-    clock.advance(39);
-    await flush();
-    expect(asks()).toHaveLength(1);
-    clock.advance(1);
-    await flush();
-    expect(asks()).toHaveLength(2);
+    await askedAgainAfter(asks, 40, 1);
   });
 
   it('acknowledged, then unknown to the device: not re-sent (it was received once), timeout', async () => {

@@ -33,8 +33,7 @@ afterEach(() => core.close());
 async function online(dev = 'rig1', board = 'relay-rig-4ch', axes?: ReturnType<typeof axisState>[]) {
   const d = new FakeDevice(core, dev, SECRET, 'boot0001', board);
   await d.connect();
-  const q = d.of('q').find((f) => f.rid === undefined);
-  if (q) d.send({ t: 'state', q: q.q, s: axes ? { up: 1, relays: [], axes } : d.state() });
+  d.answerStateQuery(axes ? { up: 1, relays: [], axes } : d.state());
   await flush();
   return d;
 }
@@ -103,8 +102,7 @@ describe('STATE_READ_REQUIRED', () => {
   async function refresh(d: FakeDevice) {
     const p = core.deviceStatus('slide', true);
     await flush();
-    const q = d.of('q').filter((f) => f.rid === undefined).at(-1)!;
-    d.send({ t: 'state', q: q.q, s: { up: 3, relays: [], axes: [axisState(70)] } });
+    d.answerStateQuery({ up: 3, relays: [], axes: [axisState(70)] });
     expect((await p)!.source).toBe('device');
   }
   const move = () => core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 20 } });

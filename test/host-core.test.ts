@@ -40,9 +40,7 @@ afterEach(() => core.close());
 async function online(boot = 'boot0001') {
   const d = new FakeDevice(core, 'rig1', SECRET, boot);
   await d.connect();
-  // answer the host's initial state query
-  const q = d.of('q').find((f) => f.rid === undefined);
-  if (q) d.send({ t: 'state', q: q.q, s: d.state() });
+  d.answerStateQuery(); // the host's initial state query
   await flush();
   return d;
 }
@@ -687,8 +685,7 @@ describe('motion commands', () => {
     core.provision('slide', SECRET, stepperBoard);
     const d = new FakeDevice(core, 'slide', SECRET, 'boot0001', 'stepper-rig');
     await d.connect();
-    const q = d.of('q').find((f) => f.rid === undefined)!;
-    d.send({ t: 'state', q: q.q, s: { up: 1, relays: [], axes: [axisState(0)] } });
+    d.answerStateQuery({ up: 1, relays: [], axes: [axisState(0)] });
     await flush();
     return d;
   }
@@ -767,8 +764,7 @@ describe('motion commands', () => {
     // Read the real state, then the axis may move again.
     const status = core.deviceStatus('slide', true);
     await flush();
-    const q = d.of('q').filter((f) => f.rid === undefined).at(-1)!;
-    d.send({ t: 'state', q: q.q, s: { up: 3, relays: [], axes: [axisState(70.02)] } });
+    d.answerStateQuery({ up: 3, relays: [], axes: [axisState(70.02)] });
     await flush();
     expect((await status)!.source).toBe('device');
     expect((await core.submit({ device_id: 'slide', action: 'stepper.move', args: { axis: 'x', mm: 10 } })).state).toBe('sent');

@@ -288,8 +288,7 @@ describe('the host core on the real clock: a frame or an answer never runs ahead
   async function online(): Promise<FakeDevice> {
     const d = new FakeDevice(core, 'rig1', SECRET, 'boot0001');
     await d.connect();
-    const q = d.of('q').find((f) => f.rid === undefined);
-    if (q) d.send({ t: 'state', q: q.q, s: d.state() });
+    d.answerStateQuery();
     await flush();
     return d;
   }

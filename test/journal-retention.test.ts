@@ -30,8 +30,7 @@ function makeCore(retention = { maxAgeMs: 30 * DAY, maxCommands: 1000 }) {
 async function connect() {
   d = new FakeDevice(core, 'rig1', SECRET, 'boot0001');
   await d.connect();
-  const q = d.of('q').find((f) => f.rid === undefined);
-  if (q) d.send({ t: 'state', q: q.q, s: d.state() });
+  d.answerStateQuery();
   await flush();
 }
 

@@ -49,6 +49,15 @@ function measurable(ax: { encoder: { counts_per_mm: number } }): number {
   return SWITCH_BAND_MM + 1 / ax.encoder.counts_per_mm;
 }
 
+/** A frame's JSON, or undefined for text that is not JSON (the fabric also carries garbage and fragments). */
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
 export class Checker {
   violations: Violation[] = [];
   checks = 0;
@@ -113,12 +122,8 @@ export class Checker {
 
   /** A boot must never present the id of an earlier boot: the host would take the reboot for a blip and re-send into an empty ring. */
   private hello(dev: string, text: string): void {
-    let f: Record<string, unknown>;
-    try {
-      f = JSON.parse(text);
-    } catch {
-      return;
-    }
+    const f = parseObject(text);
+    if (!f) return;
     if (f.t !== 'hello' || typeof f.boot !== 'string') return;
     this.checks++;
     const gen = this.gens.get(dev) ?? 0;
@@ -219,12 +224,8 @@ export class Checker {
     if (kind === 'send' && dir === 'to_device' && text.includes('"cmd"')) return this.cmdSend(dev, text);
     // Only commands to the device and results from it matter here; skip parsing the rest.
     if (dir === 'to_device' ? kind === 'send' || !text.includes('"cmd"') : kind !== 'send' || !text.includes('"res"')) return;
-    let f: Record<string, unknown>;
-    try {
-      f = JSON.parse(text);
-    } catch {
-      return;
-    }
+    const f = parseObject(text);
+    if (!f) return;
     if (dir === 'to_device') {
       if (f.t !== 'cmd' || typeof f.rid !== 'string') return;
       if (kind === 'deliver') {
@@ -263,12 +264,8 @@ export class Checker {
   }
 
   private cmdSend(dev: string, text: string): void {
-    let f: Record<string, unknown>;
-    try {
-      f = JSON.parse(text);
-    } catch {
-      return;
-    }
+    const f = parseObject(text);
+    if (!f) return;
     if (f.t !== 'cmd' || typeof f.rid !== 'string') return;
     const k = this.key(dev, f.rid);
     if (!this.cmdSent.has(k)) this.cmdSent.set(k, ++this.seq);

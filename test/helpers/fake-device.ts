@@ -116,6 +116,13 @@ export class FakeDevice {
     await flush();
   }
 
+  /** Answer the host's newest plain state query (no rid: the one each connection starts with, or a state read) with s. */
+  answerStateQuery(s: DeviceState = this.state()): void {
+    const q = this.of('q').filter((f) => f.rid === undefined).at(-1);
+    if (!q) throw new Error('the host asked this device for no state: ' + JSON.stringify(this.received));
+    this.send({ t: 'state', q: q.q, s });
+  }
+
   of(t: string): Record<string, unknown>[] {
     return this.received.filter((f) => f.t === t);
   }
