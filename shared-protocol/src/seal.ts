@@ -44,8 +44,9 @@ export function withCounter(json: string, n: number): string {
 }
 
 /**
- * The counter a sealed body carries (its last field), or -1 when it carries none. A receiver that
- * gets a frame with a valid MAC and a counter past the next one knows a frame was lost on this
+ * The counter a sealed body carries (its last field), or -1 when it carries none: both receivers
+ * take a frame only when this is their next counter. One that gets a valid MAC with a counter past
+ * the next one knows a frame was lost on this
  * connection: the counters can never line up again, so the link is ended at once instead of
  * refusing every later frame until liveness gives up (chaos seed 3934: a deaf link lost a result).
  */
