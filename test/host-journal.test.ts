@@ -229,7 +229,7 @@ describe('lookups the host core decides with', () => {
     const ran = blank({ request_id: 'r', state: 'sent', sent_at: 1100 });
     j.insert(ran);
     expect(j.byRequest('rig1', 'r')!.command_id).toBe(ran.command_id);
-    expect(() => j.insert(blank({ request_id: 'r', state: 'sent', sent_at: 1200 }))).toThrow(/UNIQUE/);
+    expect(() => j.insert(blank({ request_id: 'r', state: 'sent', sent_at: 1200 }))).toThrow(`journal: request r of rig1 is already open as ${ran.command_id}`);
     // the same codes answered by the device (sent), another code, or another state: they hold the request_id
     const held = [
       refusal('BUSY', { request_id: 'b', sent_at: 1100 }),
@@ -541,7 +541,7 @@ describe('group commit', () => {
     expect(order).toEqual(['now', 'in group', 'after']);
   });
 
-  it('with a deferred commit, writes of a group reach the disk and are told only when the deferred commit runs', () => {
+  it('with a deferred commit, writes of a group reach the disk when the deferred commit runs and are told once the WAL is fsynced after it', async () => {
     j.close();
     const later: (() => void)[] = [];
     j = new Journal(path, (fn) => later.push(fn));
@@ -558,7 +558,11 @@ describe('group commit', () => {
     expect(later).toHaveLength(1);
     later[0]();
     expect(count()).toBe(1);
+    expect(told).toEqual([]);
+    expect(j.uncommitted).toBe(true);
+    await j.flushed();
     expect(told).toEqual(['told']);
+    expect(j.uncommitted).toBe(false);
     other.close();
   });
 });

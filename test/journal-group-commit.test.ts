@@ -155,29 +155,81 @@ describe('the journal batches writes and tells only after the commit', () => {
     expect(onDisk(reader, 'req_1')).toBe('accepted');
   });
 
-  it('a write that fails inside a batch (writes there take no savepoint) fails the whole batch: nothing partial is committed and every waiter is told', async () => {
+  it('a write that fails inside a batch (staged, it reaches SQLite at the flush) fails the whole batch: nothing partial is committed and every waiter is told', async () => {
     j = new TestJournal(path, immediate);
     reader = new Database(path, { readonly: true });
     const rolledBack: string[] = [];
     j.onRollback = (e) => rolledBack.push(e.message);
-    j.insert(command(1));
-    // Same command id, other request: the row's primary key refuses it after the first rows of the batch were written.
-    expect(() => j.insert({ ...command(1), request_id: 'req_other' })).toThrow(/UNIQUE constraint failed: commands.command_id/);
+    j.insert({ ...command(1), state: 'completed', terminal_at: 5 });
+    await j.flushed();
+    // Same command id as a command that has ended, other request: the row's primary key refuses it at the flush.
+    j.insert({ ...command(1), request_id: 'req_other' });
     j.insert(command(2));
     const waiter = j.flushed().then(() => 'resolved', (e: Error) => e.message);
     await flush(1);
     const msg = await waiter;
-    expect(msg).toBe('journal commit failed (a write of the batch failed: UNIQUE constraint failed: commands.command_id); nothing of it was sent or answered');
+    expect(msg).toBe('journal commit failed (UNIQUE constraint failed: commands.command_id); nothing of it was sent or answered');
     expect(rolledBack).toEqual([msg]);
-    expect(j.commits).toBe(0);
-    expect(onDisk(reader, 'req_1')).toBeUndefined();
+    expect(j.commits).toBe(1);
+    expect(onDisk(reader, 'req_other')).toBeUndefined();
     expect(onDisk(reader, 'req_2')).toBeUndefined();
     expect(j.open()).toEqual([]);
+    expect(j.get('cmd_1')?.state).toBe('completed');
     // The next batch is clean again and commits.
     j.insert(command(3));
     await j.flushed();
     expect(onDisk(reader, 'req_3')).toBe('submitted');
     expect(j.events('cmd_3')).toHaveLength(1);
+  });
+
+  it('a flush that a read forces and that fails throws to that reader and poisons the batch: settle rolls all of it back', async () => {
+    j = new TestJournal(path, immediate);
+    reader = new Database(path, { readonly: true });
+    j.insert({ ...command(1), state: 'completed', terminal_at: 5 });
+    await j.flushed();
+    j.insert(command(2));
+    j.insert({ ...command(1), request_id: 'req_other' });
+    expect(() => j.recent()).toThrow('UNIQUE constraint failed: commands.command_id');
+    const waiter = j.flushed().then(() => 'resolved', (e: Error) => e.message);
+    await flush(1);
+    expect(await waiter).toBe('journal commit failed (a write of the batch failed: UNIQUE constraint failed: commands.command_id); nothing of it was sent or answered');
+    expect(onDisk(reader, 'req_2')).toBeUndefined();
+    expect(j.get('cmd_2')).toBeUndefined();
+  });
+
+  it('a second record under an open command id or an open request is refused at once, and the batch goes on', async () => {
+    j = new TestJournal(path, immediate);
+    reader = new Database(path, { readonly: true });
+    j.insert(command(1));
+    expect(() => j.insert({ ...command(1), request_id: 'req_other' })).toThrow('journal: command cmd_1 is already recorded');
+    expect(() => j.insert({ ...command(9), request_id: 'req_1' })).toThrow('journal: request req_1 of dev is already open as cmd_1');
+    await j.flushed();
+    expect(onDisk(reader, 'req_1')).toBe('submitted');
+    expect(onDisk(reader, 'req_other')).toBeUndefined();
+    expect(j.get('cmd_9')).toBeUndefined();
+  });
+
+  it('within one batch a command submitted, acked and answered is one row write with its whole history; the next batch adds to that history', async () => {
+    j = new TestJournal(path, immediate);
+    reader = new Database(path, { readonly: true });
+    const c = command(1);
+    j.insert(c);
+    j.update({ ...c, state: 'accepted', accepted: true, updated_at: 2 }, true);
+    expect(j.events('cmd_1').map((e) => e.state)).toEqual(['submitted', 'accepted']);
+    await j.flushed();
+    expect(reader.prepare('SELECT state, history FROM commands WHERE command_id = ?').get('cmd_1')).toEqual({ state: 'accepted', history: '[1,"submitted",null]\n[2,"accepted",null]\n' });
+    j.update({ ...c, state: 'completed', accepted: true, terminal_at: 3, updated_at: 3 }, true, 'pin_readback');
+    expect(j.get('cmd_1')?.state).toBe('completed');
+    expect(j.byRequest('dev', 'req_1')?.state).toBe('completed');
+    expect(j.events('cmd_1')).toEqual([
+      { at: 1, state: 'submitted', note: null },
+      { at: 2, state: 'accepted', note: null },
+      { at: 3, state: 'completed', note: 'pin_readback' },
+    ]);
+    await j.flushed();
+    expect(onDisk(reader, 'req_1')).toBe('completed');
+    expect(reader.prepare('SELECT COUNT(*) AS n FROM command_events').get()).toEqual({ n: 0 });
+    expect(j.events('cmd_1').map((e) => e.state)).toEqual(['submitted', 'accepted', 'completed']);
   });
 
   it('a commit that fails with its transaction already gone (SQLite rolled it back itself) is handled the same; no onRollback is needed', async () => {
@@ -198,11 +250,11 @@ describe('the journal batches writes and tells only after the commit', () => {
     expect(onDisk(reader, 'req_3')).toBe('submitted');
   });
 
-  it('rewriting an unchanged record opens no batch (nothing to commit)', () => {
+  it('rewriting an unchanged record opens no batch (nothing to commit)', async () => {
     j = new TestJournal(path, immediate);
     const c = command(1);
     j.insert(c);
-    j.settle();
+    await j.flushed();
     expect(j.uncommitted).toBe(false);
     j.update({ ...c }, false);
     expect(j.uncommitted).toBe(false);
@@ -251,6 +303,140 @@ describe('the journal batches writes and tells only after the commit', () => {
       }),
     ).toThrow('listener bug');
     expect(errors).toEqual([]);
+  });
+});
+
+/** A journal whose WAL fsyncs are held until the test lets each one return (or fail), and logged with the commits. */
+class HeldSyncJournal extends Journal {
+  log: string[] = [];
+  held: ((err: Error | null) => void)[] = [];
+  protected override commit(): void {
+    this.log.push('commit');
+    super.commit();
+  }
+  protected override syncAsync(fd: number, done: (err: Error | null) => void): void {
+    this.log.push('fsync');
+    this.held.push(done);
+  }
+  protected override syncWal(): void {
+    // The constructor's own sync (of the schema) runs before this class's fields exist.
+    this.log?.push('fsync (waited)');
+    super.syncWal();
+  }
+  /** Let the oldest held fsync return, really syncing the file first. */
+  release(err: Error | null = null): void {
+    const done = this.held.shift()!;
+    if (!err) super.syncWal();
+    done(err);
+  }
+}
+
+describe('a commit is on disk only once the WAL is fsynced after it, and the fsync runs off the event loop', () => {
+  let j: HeldSyncJournal;
+  afterEach(() => j?.close());
+
+  it('SQLite itself does not fsync per commit (synchronous=NORMAL); the journal fsyncs the WAL after each COMMIT, which together is synchronous=FULL', () => {
+    j = new HeldSyncJournal(newDb(), immediate);
+    expect((j as unknown as { db: Database.Database }).db.pragma('synchronous', { simple: true })).toBe(1);
+    expect((j as unknown as { db: Database.Database }).db.pragma('journal_mode', { simple: true })).toBe('wal');
+  });
+
+  it('nothing waiting for a batch runs between its COMMIT and the fsync that follows it', async () => {
+    j = new HeldSyncJournal(newDb(), immediate);
+    const ran: string[] = [];
+    j.insert(command(1));
+    j.afterCommit(() => ran.push('told 1'));
+    const waiter = j.flushed().then(() => ran.push('flushed 1'));
+    for (let k = 0; k < 3; k++) await new Promise((r) => setImmediate(r));
+    expect(j.log).toEqual(['commit', 'fsync']);
+    expect(ran).toEqual([]);
+    expect(j.uncommitted).toBe(true);
+    j.release();
+    await waiter;
+    expect(ran).toEqual(['told 1', 'flushed 1']);
+    expect(j.uncommitted).toBe(false);
+  });
+
+  it('while an fsync runs the event loop goes on and the batch stays open and grows; it commits when the fsync returns, and one more fsync covers it', async () => {
+    const path = newDb();
+    j = new HeldSyncJournal(path, immediate);
+    const ran: string[] = [];
+    const reader = new Database(path, { readonly: true });
+    j.insert(command(1));
+    j.afterCommit(() => ran.push('1'));
+    await new Promise((r) => setImmediate(r));
+    // Two more turns write while the first fsync runs: they join one batch, not yet committed.
+    j.insert(command(2));
+    j.afterCommit(() => ran.push('2'));
+    await new Promise((r) => setImmediate(r));
+    j.insert(command(3));
+    j.afterCommit(() => ran.push('3'));
+    await new Promise((r) => setImmediate(r));
+    expect(j.log).toEqual(['commit', 'fsync']);
+    expect(onDisk(reader, 'req_2')).toBeUndefined();
+    expect(j.get('cmd_3')?.state).toBe('submitted');
+    j.release();
+    expect(ran).toEqual(['1']);
+    expect(j.log).toEqual(['commit', 'fsync', 'commit', 'fsync']);
+    expect(onDisk(reader, 'req_3')).toBe('submitted');
+    // Asked for after that COMMIT: it waits for the fsync now running.
+    j.afterCommit(() => ran.push('after 3'));
+    expect(ran).toEqual(['1']);
+    j.release();
+    expect(ran).toEqual(['1', '2', '3', 'after 3']);
+    expect(j.held).toEqual([]);
+    expect(j.uncommitted).toBe(false);
+    reader.close();
+  });
+
+  it('a failed fsync fails everything waiting, tells onBroken, and the journal refuses every later write with the reason', async () => {
+    j = new HeldSyncJournal(newDb(), immediate);
+    const broken: string[] = [];
+    j.onBroken = (e) => broken.push(e.message);
+    j.insert(command(1));
+    const first = j.flushed().then(() => 'resolved', (e: Error) => e.message);
+    await new Promise((r) => setImmediate(r));
+    j.insert(command(2));
+    const second = j.flushed().then(() => 'resolved', (e: Error) => e.message);
+    await new Promise((r) => setImmediate(r));
+    j.release(new Error('EIO: i/o error, fsync'));
+    const msg =
+      'journal fsync failed (EIO: i/o error, fsync); what was committed since the last good sync may not be on disk; nothing of it was sent or answered, and the journal takes no more writes (restart the host)';
+    expect(await first).toBe(msg);
+    expect(await second).toBe(msg);
+    expect(broken).toEqual([msg]);
+    expect(() => j.insert(command(3))).toThrow(msg);
+    expect(() => j.seen('dev', 'b', 1)).toThrow(msg);
+    expect(j.get('cmd_3')).toBeUndefined();
+  });
+
+  it('close() syncs what still waits for an fsync and runs its waiters before the file is closed', async () => {
+    const path = newDb();
+    j = new HeldSyncJournal(path, immediate);
+    const ran: string[] = [];
+    j.insert(command(1));
+    j.afterCommit(() => ran.push('told'));
+    await new Promise((r) => setImmediate(r));
+    expect(ran).toEqual([]);
+    j.close();
+    expect(ran).toEqual(['told']);
+    expect(j.log).toEqual(['commit', 'fsync', 'fsync (waited)']);
+    const reader = new Database(path, { readonly: true });
+    expect(onDisk(reader, 'req_1')).toBe('submitted');
+    reader.close();
+    // The held fsync returning late changes nothing.
+    j.held.shift()!(null);
+    expect(ran).toEqual(['told']);
+    j = undefined as unknown as HeldSyncJournal;
+  });
+
+  it('on a virtual clock (no deferral) a step waits for its fsync before it returns', () => {
+    j = new HeldSyncJournal(newDb());
+    j.insert(command(1));
+    expect(j.log).toEqual(['fsync (waited)']);
+    j.group(() => j.insert(command(2)));
+    expect(j.log).toEqual(['fsync (waited)', 'commit', 'fsync (waited)']);
+    expect(j.uncommitted).toBe(false);
   });
 });
 

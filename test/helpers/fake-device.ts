@@ -8,9 +8,14 @@ import {
 } from '@proofrig/protocol';
 import { createLinkedPair, type Link } from '../../host/src/core/link.js';
 import type { HostCore } from '../../host/src/core/host.js';
+import { allDurable } from '../../host/src/core/journal.js';
 
+/** n turns of the event loop, each ended by waiting until every journal's writes are on disk (their fsync runs off the loop). */
 export const flush = async (n = 5) => {
-  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+  for (let i = 0; i < n; i++) {
+    await new Promise((r) => setImmediate(r));
+    await allDurable();
+  }
 };
 
 export class FakeDevice {

@@ -1,7 +1,8 @@
 // The persistent journal: every command with its lifecycle, and the provisioned devices.
 // Writes are group-committed (see settle); reads see the host's own uncommitted batch, and
-// whatever tells anyone outside about a write waits for its commit (afterCommit, flushed).
-import { chmodSync, existsSync } from 'node:fs';
+// whatever tells anyone outside about a write waits until it is on disk (afterCommit, flushed):
+// its COMMIT returned and the WAL was fsynced after it.
+import { chmodSync, closeSync, existsSync, fsync, fsyncSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { prepareStateDir, privateFile, stateDir } from '../state-dir.js';
 import type { BoardDef, DeviceState, ErrorCode, Evidence, LifecycleState } from '@proofrig/protocol';
@@ -137,12 +138,14 @@ CREATE TABLE IF NOT EXISTS commands (
   device_state TEXT,
   device_state_at INTEGER,
   sends INTEGER NOT NULL DEFAULT 0,
-  sent_at INTEGER
+  sent_at INTEGER,
+  history TEXT
 );
 CREATE INDEX IF NOT EXISTS commands_request_all ON commands(device_id, request_id);
 -- Open commands in submission order (the restart's reload). Keyed on a column that never changes, so
 -- a state change does not touch it: an entry is written at insert and removed when the command ends.
 CREATE INDEX IF NOT EXISTS commands_open_at ON commands(submitted_at) WHERE terminal_at IS NULL;
+-- The lifecycle history of commands journaled before it moved into commands.history (read, pruned, never written).
 CREATE TABLE IF NOT EXISTS command_events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   command_id TEXT NOT NULL,
@@ -187,6 +190,7 @@ CREATE TABLE IF NOT EXISTS devices (
 `;
 
 type Row = Record<string, unknown>;
+type Waiter = { ok: () => void; fail?: (e: Error) => void };
 
 function toRecord(r: Row): CommandRecord {
   return {
@@ -236,6 +240,40 @@ const COLUMNS = Object.keys(toRow(blankCommand()));
 const FIELDS = COLUMNS.filter((k) => k !== 'command_id');
 const DONE = Promise.resolve();
 
+/** One step of a command's history as it is stored: a JSON line appended to commands.history. */
+const histLine = (at: number, state: LifecycleState, note: string | null) => JSON.stringify([at, state, note]) + '\n';
+function parseHistory(text: string | null): CommandEvent[] {
+  if (!text) return [];
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => {
+      const [at, state, note] = JSON.parse(l) as [number, LifecycleState, string | null];
+      return { at, state, note };
+    });
+}
+
+/** A command written in the open batch but not yet to SQLite: its latest record and row, and the history lines it adds. */
+interface Staged {
+  rec: CommandRecord;
+  row: Row;
+  /** Not in the database yet: the flush INSERTs it. */
+  isNew: boolean;
+  history: string;
+}
+
+/** Journals of this process with writes not on disk yet (a batch open, or an fsync to come or running). */
+const busy = new Set<Journal>();
+
+/** Resolves once no journal of this process holds a write that is not on disk (tests, a graceful stop). */
+export async function allDurable(): Promise<void> {
+  for (;;) {
+    for (const j of busy) if (!j.uncommitted) busy.delete(j);
+    if (busy.size === 0) return;
+    await Promise.allSettled([...busy].map((j) => j.flushed()));
+  }
+}
+
 export class Journal {
   private db: Database.Database;
   private stmts: Record<string, Database.Statement>;
@@ -244,6 +282,12 @@ export class Journal {
   private openRecs = new Map<string, CommandRecord>();
   private openByReq = new Map<string, string>();
   private written = new Map<string, Row>();
+  // Write-behind: inside a batch a command's writes are staged here and reach SQLite once, when the batch
+  // flushes (before its COMMIT, or before a read that SQL must answer), so a command submitted, acked and
+  // answered within one batch is one row write, and its ack and result in the next batch one UPDATE.
+  private staged = new Map<string, Staged>();
+  /** Request keys of staged commands that are terminal (no longer in openByReq): SQL answers them only after a flush. */
+  private stagedClosed = new Set<string>();
   private narrow = new Map<string, Database.Statement>();
   /** One transaction wrapper, made once (better-sqlite3 builds a new one per db.transaction() call). */
   private readonly tx: (f: () => void) => void;
@@ -259,11 +303,30 @@ export class Journal {
   /** A write of the open batch failed: the batch is rolled back, never committed. */
   private poisoned: Error | undefined;
   private scheduled = false;
-  private after: { ok: () => void; fail?: (e: Error) => void }[] = [];
+  private after: Waiter[] = [];
+  // Durability. SQLite runs with synchronous=NORMAL (a COMMIT appends to the WAL without fsync) and the
+  // journal fsyncs the WAL itself after each COMMIT, which is what synchronous=FULL adds in WAL mode. With
+  // `defer` the fsync runs on libuv's thread pool, so the event loop goes on with the next batch meanwhile;
+  // what waits for a batch runs once an fsync that began after its COMMIT has returned.
+  private walFd: number | undefined;
+  private walPath: string | undefined;
+  /** A COMMIT returned since the running fsync began (or with none running): the next fsync must cover it. */
+  private unsynced = false;
+  private syncing = false;
+  /** The end of the event-loop turn came while an fsync ran: the open batch commits when it returns. */
+  private commitAfterSync = false;
+  /** Waiters of what the running fsync covers, and of what committed after it began. */
+  private covered: Waiter[] = [];
+  private next: Waiter[] = [];
+  /** An fsync failed: what the WAL holds since the last good one may not be on disk; the journal writes no more. */
+  private broken: Error | undefined;
+  private closed = false;
   /** Called after a batch failed to commit and was rolled back (the host re-arms what it lost). */
   onRollback: ((e: Error) => void) | undefined;
   /** An afterCommit callback threw while the deferred commit ran it (the others still run). */
   onCallbackError: ((e: unknown) => void) | undefined;
+  /** An fsync of the WAL failed: the journal takes no more writes. */
+  onBroken: ((e: Error) => void) | undefined;
 
   /**
    * `path` is a file, or ':memory:' for tests that do not restart. `defer` schedules the batch commit
@@ -280,9 +343,11 @@ export class Journal {
     this.db.pragma('journal_mode = WAL');
     // SQLite gives -wal/-shm the mode of the database file; make sure of it for files from before.
     if (onDisk) for (const f of [path + '-wal', path + '-shm']) if (existsSync(f)) chmodSync(f, 0o600);
-    // FULL: every commit is fsynced (WAL included) before the host acts on it, so a power loss or OS
-    // crash cannot roll back a command the host already sent. Cost measured in the README.
-    this.db.pragma('synchronous = FULL');
+    // Every commit is fsynced before the host acts on it, so a power loss or OS crash cannot roll back a
+    // command the host already sent. NORMAL here, because the journal fsyncs the WAL after each COMMIT
+    // itself (see syncWal): together that is synchronous=FULL, with the wait off the event loop.
+    this.db.pragma('synchronous = NORMAL');
+    if (onDisk) this.walPath = path + '-wal';
     // Earlier journals made (device_id, request_id) unique outright (commands_request), then except
     // DEVICE_OFFLINE alone (commands_request_sent); both kept a retry after a refusal of the moment from running.
     this.db.exec('DROP INDEX IF EXISTS commands_request');
@@ -291,8 +356,8 @@ export class Journal {
     this.db.exec('DROP INDEX IF EXISTS commands_open');
     this.db.exec(SCHEMA);
     this.migrate();
-    const cols = COLUMNS.join(', ');
-    const vals = COLUMNS.map((k) => '@' + k).join(', ');
+    const cols = COLUMNS.join(', ') + ', history';
+    const vals = COLUMNS.map((k) => '@' + k).join(', ') + ', @history';
     this.tx = this.db.transaction((f: () => void) => f());
     const stmts = {
       insert: this.db.prepare(`INSERT INTO commands (${cols}) VALUES (${vals})`),
@@ -304,8 +369,8 @@ export class Journal {
         "SELECT * FROM commands WHERE device_id = ? AND action = ? AND terminal_at IS NOT NULL AND state != 'rejected' ORDER BY terminal_at DESC, rowid DESC LIMIT 50",
       ),
       open: this.db.prepare('SELECT * FROM commands WHERE terminal_at IS NULL ORDER BY submitted_at'),
-      event: this.db.prepare('INSERT INTO command_events (command_id, at, state, note) VALUES (?, ?, ?, ?)'),
       events: this.db.prepare('SELECT at, state, note FROM command_events WHERE command_id = ? ORDER BY id'),
+      history: this.db.prepare('SELECT history FROM commands WHERE command_id = ?'),
       device: this.db.prepare('SELECT * FROM devices WHERE device_id = ?'),
       devices: this.db.prepare('SELECT * FROM devices ORDER BY device_id'),
       putDevice: this.db.prepare(
@@ -331,6 +396,8 @@ export class Journal {
       dropCommand: this.db.prepare('DELETE FROM commands WHERE command_id = ? AND terminal_at IS NOT NULL'),
     };
     this.stmts = stmts;
+    // The schema and any migration above are on disk before the host relies on them.
+    if (this.walPath !== undefined) this.syncWal();
     for (const r of stmts.open.all() as Row[]) {
       const c = toRecord(r);
       this.remember(c, toRow(c));
@@ -338,13 +405,18 @@ export class Journal {
   }
 
   private remember(c: CommandRecord, row: Row): void {
+    this.hold(c);
+    if (c.terminal_at === null) this.written.set(c.command_id, row);
+  }
+
+  /** Serve c from memory while it is open (its latest state, written or staged); forget it once it ends. */
+  private hold(c: CommandRecord): void {
     if (c.terminal_at !== null) {
       this.forget(c.command_id);
       return;
     }
-    this.openRecs.set(c.command_id, copy(c));
+    this.openRecs.set(c.command_id, c);
     this.openByReq.set(reqKey(c.device_id, c.request_id), c.command_id);
-    this.written.set(c.command_id, row);
   }
 
   private forget(id: string): void {
@@ -355,12 +427,14 @@ export class Journal {
     this.written.delete(id);
   }
 
-  /** UPDATE of just these columns, prepared once per column set. */
-  private updateOf(cols: string[]): Database.Statement {
-    const key = cols.join(',');
+  /** UPDATE of just these columns (and history lines appended, with `history`), prepared once per shape. */
+  private updateOf(cols: string[], history: boolean): Database.Statement {
+    const key = cols.join(',') + (history ? '+h' : '');
     let st = this.narrow.get(key);
     if (!st) {
-      st = this.db.prepare(`UPDATE commands SET ${cols.map((k) => `${k} = @${k}`).join(', ')} WHERE command_id = @command_id`);
+      const sets = cols.map((k) => `${k} = @${k}`);
+      if (history) sets.push("history = coalesce(history, '') || @history");
+      st = this.db.prepare(`UPDATE commands SET ${sets.join(', ')} WHERE command_id = @command_id`);
       this.narrow.set(key, st);
     }
     return st;
@@ -373,6 +447,8 @@ export class Journal {
     const dev = new Set((this.db.prepare('PRAGMA table_info(devices)').all() as { name: string }[]).map((c) => c.name));
     if (!dev.has('simulated')) this.db.exec('ALTER TABLE devices ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0');
     if (!have.has('sent_at')) this.db.exec('ALTER TABLE commands ADD COLUMN sent_at INTEGER');
+    // History moved from command_events rows (four per command) into the row itself; old rows keep theirs there.
+    if (!have.has('history')) this.db.exec('ALTER TABLE commands ADD COLUMN history TEXT');
     // A request_id names at most one command that could have reached a device; the host's refusals
     // of the moment (nothing was sent) may repeat it, so a retry after one can run. Built once the
     // columns it reads exist.
@@ -395,21 +471,31 @@ export class Journal {
     }
   }
 
-  /** fn runs once everything written so far is on disk: now, or right after the batch commits (never if it fails: then `fail`). */
+  /** fn runs once everything written so far is on disk: now, or once the batch committed and its fsync returned (never if either fails: then `fail`). */
   afterCommit(fn: () => void, fail?: (e: Error) => void): void {
-    if (this.pending) this.after.push({ ok: fn, fail });
+    const w = this.waitingFor();
+    if (w) w.push({ ok: fn, fail });
     else fn();
   }
 
-  /** Resolves once everything written so far is on disk; rejects if the batch holding it failed to commit. */
+  /** Resolves once everything written so far is on disk; rejects if the batch holding it failed to commit or to sync. */
   flushed(): Promise<void> {
-    if (!this.pending) return DONE;
-    return new Promise((resolve, reject) => this.after.push({ ok: resolve, fail: reject }));
+    const w = this.waitingFor();
+    if (!w) return DONE;
+    return new Promise((resolve, reject) => w.push({ ok: resolve, fail: reject }));
   }
 
-  /** Writes waiting in the open batch (not on disk yet). */
+  /** The list a waiter for everything written so far joins; undefined when all of it is on disk. */
+  private waitingFor(): Waiter[] | undefined {
+    if (this.pending) return this.after;
+    if (this.unsynced) return this.next;
+    if (this.syncing) return this.covered;
+    return undefined;
+  }
+
+  /** Writes not on disk yet: in the open batch, or committed and waiting for their fsync. */
   get uncommitted(): boolean {
-    return this.pending;
+    return this.pending || this.unsynced || this.syncing;
   }
 
   /** Commit the open batch (if any), then run what waited for it; on failure roll back and tell every waiter. */
@@ -422,22 +508,117 @@ export class Journal {
     this.poisoned = undefined;
     try {
       if (poisoned) throw new Error('a write of the batch failed: ' + poisoned.message);
+      this.flushStaged();
       this.commit();
     } catch (err) {
       const e = new Error(`journal commit failed (${(err as Error)?.message ?? String(err)}); nothing of it was sent or answered`);
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      // A flush that failed just now marked the batch; the next one starts clean.
+      this.poisoned = undefined;
       this.reload();
       for (const a of after) a.fail?.(e);
       this.onRollback?.(e);
       return;
     }
+    this.synced(after);
+  }
+
+  /** The batch holding `after` committed: run them once the WAL is fsynced after that COMMIT. */
+  private synced(after: Waiter[]): void {
+    if (this.walPath === undefined) return this.run(after);
+    if (!this.defer) {
+      // On a virtual clock each step is on disk when it returns.
+      try {
+        this.syncWal();
+      } catch (e) {
+        return this.syncFailed(e as Error, after);
+      }
+      return this.run(after);
+    }
+    this.unsynced = true;
+    for (const a of after) this.next.push(a);
+    this.startSync();
+  }
+
+  /** Begin an fsync of the WAL covering every COMMIT so far, unless one is running (its end starts the next). */
+  private startSync(): void {
+    if (this.syncing || !this.unsynced) return;
+    this.syncing = true;
+    this.unsynced = false;
+    this.covered = this.next;
+    this.next = [];
+    let fd: number;
+    try {
+      fd = this.wal();
+    } catch (e) {
+      this.syncing = false;
+      return this.syncFailed(e as Error, this.covered.splice(0));
+    }
+    this.syncAsync(fd, (err) => {
+      this.syncing = false;
+      const done = this.covered;
+      this.covered = [];
+      if (this.broken || this.closed) return;
+      if (err) return this.syncFailed(err, done);
+      this.run(done);
+      if (this.commitAfterSync) {
+        this.commitAfterSync = false;
+        this.settle();
+      }
+      this.startSync();
+    });
+  }
+
+  /** The fsync of the WAL on libuv's thread pool (a seam: tests delay or fail it). */
+  protected syncAsync(fd: number, done: (err: Error | null) => void): void {
+    fsync(fd, done);
+  }
+
+  /** The same fsync, waited for on this thread (a seam too). */
+  protected syncWal(): void {
+    fsyncSync(this.wal());
+  }
+
+  /** A write after a failed fsync or after close(): refused with the reason (a new error, thrown where the write was tried). */
+  private refuse(): never {
+    throw new Error(this.broken!.message);
+  }
+
+  /** A write outside any batch (its own transaction) is on disk when this returns. */
+  private durably<T>(f: () => T): T {
+    if (this.broken) this.refuse();
+    const v = f();
+    if (this.walPath !== undefined) this.syncWal();
+    return v;
+  }
+
+  private wal(): number {
+    // Opened once the first COMMIT created the file; fsync through any descriptor syncs the file.
+    return (this.walFd ??= openSync(this.walPath!, 'r'));
+  }
+
+  /**
+   * An fsync failed. Linux may have dropped the dirty pages it could not write (a retry would then
+   * "succeed"), so what was committed since the last good fsync may not be on disk: nothing waiting
+   * for it is sent or answered, and the journal refuses every write after it; restart the host.
+   */
+  private syncFailed(err: Error, waiting: Waiter[]): void {
+    const e = new Error(`journal fsync failed (${err.message}); what was committed since the last good sync may not be on disk; nothing of it was sent or answered, and the journal takes no more writes (restart the host)`);
+    this.broken ??= e;
+    const all = [...waiting, ...this.covered.splice(0), ...this.next.splice(0), ...this.after.splice(0)];
+    this.unsynced = false;
+    for (const a of all) a.fail?.(e);
+    this.onBroken?.(e);
+  }
+
+  /** Run what waited for a commit; on the real clock one failing listener must not keep the others' frames and answers back. */
+  private run(after: Waiter[]): void {
     for (const a of after) {
       if (!this.defer) a.ok();
       else
         try {
           a.ok();
         } catch (e) {
-          // One failing listener must not keep the other commands' frames and answers back.
           this.onCallbackError?.(e);
         }
     }
@@ -453,6 +634,8 @@ export class Journal {
     this.openRecs.clear();
     this.openByReq.clear();
     this.written.clear();
+    this.staged.clear();
+    this.stagedClosed.clear();
     for (const r of this.stmts.open.all() as Row[]) {
       const c = toRecord(r);
       this.remember(c, toRow(c));
@@ -461,21 +644,27 @@ export class Journal {
 
   /** Open the batch transaction if none is open; on the real clock schedule its commit. */
   private begin(): void {
+    if (this.broken) this.refuse();
     if (this.pending) return;
     this.db.exec('BEGIN');
     this.pending = true;
+    busy.add(this);
     if (this.defer && !this.scheduled) {
       this.scheduled = true;
       this.defer(() => {
         this.scheduled = false;
-        if (this.db.open) this.settle();
+        if (!this.db.open) return;
+        // Group commit: while an fsync runs, the batch stays open and grows; it commits when the fsync returns.
+        if (this.syncing) this.commitAfterSync = true;
+        else this.settle();
       });
     }
   }
 
   /** One write, atomic on its own: it joins the batch on the real clock or inside a group, else it commits now. */
   private write(f: () => void): void {
-    if (!this.defer && !this.grouping) return this.tx(f);
+    if (this.broken) this.refuse();
+    if (!this.defer && !this.grouping) return this.durably(() => this.tx(f));
     this.begin();
     // Inside the open batch a write gets no savepoint of its own (they were 30 % of the journal's
     // time per command, measured): a write that fails poisons the batch instead, and settle() rolls
@@ -490,51 +679,105 @@ export class Journal {
 
   /** A new command; its history is one event (its state, `note`), or the steps given (a row inserted already past submitted). */
   insert(c: CommandRecord, note: string | null = null, history?: CommandEvent[]): void {
-    const row = toRow(c);
-    this.write(() => {
-      this.stmts.insert.run(row);
-      if (!history) this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
-      else for (const e of history) this.stmts.event.run(c.command_id, e.at, e.state, e.note);
-    });
-    this.remember(c, row);
+    const id = c.command_id;
+    // Caught here rather than by the flush, which would fail the whole batch for it.
+    if (this.openRecs.has(id) || this.staged.has(id)) throw new Error(`journal: command ${id} is already recorded`);
+    const open = this.openByReq.get(reqKey(c.device_id, c.request_id));
+    if (open !== undefined) throw new Error(`journal: request ${c.request_id} of ${c.device_id} is already open as ${open}`);
+    const lines = history ? history.map((e) => histLine(e.at, e.state, e.note)).join('') : histLine(c.updated_at, c.state, note);
+    this.stage(c, toRow(c), true, lines);
   }
 
   /** Persist the record; `note` goes to the command's event history when the state changed or a note is given. */
   update(c: CommandRecord, stateChanged: boolean, note: string | null = null): void {
     const row = toRow(c);
     const event = stateChanged || !!note;
-    const before = this.written.get(c.command_id);
-    // An open command we wrote ourselves: only the changed columns (an ack touches 3 of 23); else all of them.
-    const cols = before ? FIELDS.filter((k) => row[k] !== before[k]) : FIELDS;
-    if (cols.length === 0 && !event) return;
-    this.write(() => {
-      if (cols.length > 0) {
-        const args: Row = { command_id: c.command_id };
-        for (const k of cols) args[k] = row[k];
-        this.updateOf(cols).run(args);
+    const s = this.staged.get(c.command_id);
+    const before = s?.row ?? this.written.get(c.command_id);
+    if (!event && before && FIELDS.every((k) => row[k] === before[k])) return;
+    this.stage(c, row, false, event ? histLine(c.updated_at, c.state, note) : '');
+  }
+
+  /** Keep c's latest record and row for the flush (merged with what the batch staged of it before). */
+  private stage(c: CommandRecord, row: Row, isNew: boolean, history: string): void {
+    if (this.broken) this.refuse();
+    const rec = copy(c);
+    const s = this.staged.get(c.command_id);
+    if (s) {
+      s.rec = rec;
+      s.row = row;
+      s.history += history;
+    } else this.staged.set(c.command_id, { rec, row, isNew, history });
+    this.hold(rec);
+    if (rec.terminal_at !== null) this.stagedClosed.add(reqKey(rec.device_id, rec.request_id));
+    if (this.defer || this.grouping) return this.begin();
+    // Outside a batch (virtual clock, no group) the write commits at once, and a failure is the caller's.
+    try {
+      this.durably(() => this.tx(() => this.flushStaged()));
+    } catch (e) {
+      this.poisoned = undefined;
+      this.reload();
+      throw e;
+    }
+  }
+
+  /**
+   * Write what the batch staged to SQLite (inside its transaction): one INSERT or UPDATE per command,
+   * whatever number of steps it took. A failure poisons the batch (settle() rolls it back).
+   */
+  private flushStaged(): void {
+    if (this.staged.size === 0 || this.poisoned) return;
+    try {
+      for (const [id, s] of this.staged) {
+        this.staged.delete(id);
+        if (s.isNew) this.stmts.insert.run({ ...s.row, history: s.history });
+        else {
+          const base = this.written.get(id);
+          // An open command we wrote ourselves: only the changed columns (an ack touches 3 of 23); else all of them.
+          const cols = base ? FIELDS.filter((k) => s.row[k] !== base[k]) : FIELDS;
+          if (cols.length > 0 || s.history !== '') {
+            const args: Row = { command_id: id };
+            for (const k of cols) args[k] = s.row[k];
+            if (s.history !== '') args.history = s.history;
+            this.updateOf(cols, s.history !== '').run(args);
+          }
+        }
+        if (s.rec.terminal_at === null) this.written.set(id, s.row);
+        else this.written.delete(id);
       }
-      if (event) this.stmts.event.run(c.command_id, c.updated_at, c.state, note);
-    });
-    this.remember(c, row);
+      this.stagedClosed.clear();
+    } catch (e) {
+      this.poisoned ??= e as Error;
+      throw e;
+    }
+  }
+
+  /** Before a read that SQL answers: what the batch staged goes to SQLite first (same transaction). */
+  private sql(): Record<string, Database.Statement> {
+    this.flushStaged();
+    return this.stmts;
   }
 
   get(commandId: string): CommandRecord | undefined {
-    const o = this.openRecs.get(commandId);
+    const o = this.openRecs.get(commandId) ?? this.staged.get(commandId)?.rec;
     if (o) return copy(o);
     const r = this.stmts.get.get(commandId) as Row | undefined;
     return r ? toRecord(r) : undefined;
   }
 
   byRequest(deviceId: string, requestId: string): CommandRecord | undefined {
-    const id = this.openByReq.get(reqKey(deviceId, requestId));
+    const key = reqKey(deviceId, requestId);
+    const id = this.openByReq.get(key);
     if (id !== undefined) return copy(this.openRecs.get(id)!);
-    const r = this.stmts.byRequest.get(deviceId, requestId) as Row | undefined;
+    // Any other command of this request is in SQLite, unless the batch staged one that has ended.
+    const st = this.stagedClosed.has(key) ? this.sql() : this.stmts;
+    const r = st.byRequest.get(deviceId, requestId) as Row | undefined;
     return r ? toRecord(r) : undefined;
   }
 
   /** Most recent terminal commands of an action on a device that were not refused, newest first. */
   lastTerminal(deviceId: string, action: string): CommandRecord[] {
-    return (this.stmts.lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
+    return (this.sql().lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
   }
 
   /** Open commands, oldest first (from memory; the same rows as the database, the open batch included). */
@@ -542,8 +785,11 @@ export class Journal {
     return [...this.openRecs.values()].sort((a, b) => a.submitted_at - b.submitted_at).map(copy);
   }
 
+  /** The command's lifecycle steps, oldest first: rows of an earlier version's command_events, then its history, then what the batch staged. */
   events(commandId: string): CommandEvent[] {
-    return this.stmts.events.all(commandId) as CommandEvent[];
+    const legacy = this.stmts.events.all(commandId) as CommandEvent[];
+    const h = this.stmts.history.get(commandId) as { history: string | null } | undefined;
+    return [...legacy, ...parseHistory(h?.history ?? null), ...parseHistory(this.staged.get(commandId)?.history ?? null)];
   }
 
   device(deviceId: string): DeviceRecord | undefined {
@@ -558,7 +804,7 @@ export class Journal {
   /** Register (or re-key) a device with its secret and board; `simulated` marks a rig a host run started. */
   provision(deviceId: string, secret: string, board: BoardDef, simulated = false): void {
     this.settle();
-    this.stmts.putDevice.run(deviceId, secret, JSON.stringify(board), simulated ? 1 : 0);
+    this.durably(() => this.stmts.putDevice.run(deviceId, secret, JSON.stringify(board), simulated ? 1 : 0));
   }
 
   /** Journal a device event; false when this boot's event was journaled before (a re-send after a reconnect). */
@@ -613,6 +859,7 @@ export class Journal {
     if (q.open) where.push('terminal_at IS NULL');
     args.limit = q.limit ?? 50;
     const sql = `SELECT * FROM commands ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY submitted_at DESC, rowid DESC LIMIT @limit`;
+    this.flushStaged();
     return (this.db.prepare(sql).all(args) as Row[]).map(toRecord);
   }
 
@@ -629,7 +876,7 @@ export class Journal {
         ok: false,
         reason: `device ${deviceId} has ${open.length} open command(s) (${open.map((c) => `${c.command_id} ${c.action} ${c.state}`).join(', ')}); wait for them to end or cancel them first`,
       };
-    this.db.prepare('DELETE FROM devices WHERE device_id = ?').run(deviceId);
+    this.durably(() => this.stmts.removeDevice.run(deviceId));
     return { ok: true };
   }
 
@@ -650,13 +897,13 @@ export class Journal {
     this.settle();
     let total = 0;
     const drop = (ids: string[]) =>
-      this.db.transaction(() => {
+      this.durably(this.db.transaction(() => {
         for (const id of ids) {
           this.stmts.tombstone.run(now, id);
           this.stmts.dropEvents.run(id);
           this.stmts.dropCommand.run(id);
         }
-      })();
+      }));
     for (;;) {
       const ids = (this.stmts.expiredIds.all(now - r.maxAgeMs, PRUNE_BATCH) as { command_id: string }[]).map((x) => x.command_id);
       if (ids.length === 0) break;
@@ -675,6 +922,22 @@ export class Journal {
 
   close(): void {
     this.settle();
+    // What still waits for an fsync is synced here, before the process may exit.
+    if (!this.broken && (this.syncing || this.unsynced)) {
+      const waiting = [...this.covered.splice(0), ...this.next.splice(0)];
+      this.unsynced = false;
+      try {
+        this.syncWal();
+        this.run(waiting);
+      } catch (e) {
+        this.syncFailed(e as Error, waiting);
+      }
+    }
+    // A write after this fails on the closed database ("The database connection is not open").
+    this.closed = true;
+    busy.delete(this);
+    if (this.walFd !== undefined) closeSync(this.walFd);
+    this.walFd = undefined;
     this.db.close();
   }
 }
