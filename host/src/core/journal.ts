@@ -2,7 +2,7 @@
 // Writes are group-committed (see settle); reads see the host's own uncommitted batch, and
 // whatever tells anyone outside about a write waits until it is on disk (afterCommit, flushed):
 // its COMMIT returned and the WAL was fsynced after it.
-import { chmodSync, closeSync, existsSync, fsync, fsyncSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { prepareStateDir, privateFile, stateDir } from '../state-dir.js';
 import type { BoardDef, DeviceState, ErrorCode, Evidence, LifecycleState } from '@proofrig/protocol';
@@ -571,12 +571,12 @@ export class Journal {
 
   /** The fsync of the WAL on libuv's thread pool (a seam: tests delay or fail it). */
   protected syncAsync(fd: number, done: (err: Error | null) => void): void {
-    fsync(fd, done);
+    fdatasync(fd, done);
   }
 
   /** The same fsync, waited for on this thread (a seam too). */
   protected syncWal(): void {
-    fsyncSync(this.wal());
+    fdatasyncSync(this.wal());
   }
 
   /** A write after a failed fsync or after close(): refused with the reason (a new error, thrown where the write was tried). */
