@@ -1,10 +1,11 @@
 // MCP clients for the bench, in their own process: each drives one device closed-loop through MCP over
-// HTTP (relay_set, then get_action_status until terminal) for a fixed time and reports the count.
-// argv[2]: JSON { url, token?, devices: string[], ms, channel }
+// HTTP for a fixed time and reports the count: relay_set, then get_action_status until terminal, or
+// (`wait`) relay_set with wait_ms, which answers with the outcome in the same call.
+// argv[2]: JSON { url, token?, devices: string[], ms, channel, wait? }
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const o = JSON.parse(process.argv[2]) as { url: string; token?: string; devices: string[]; ms: number; channel: number };
+const o = JSON.parse(process.argv[2]) as { url: string; token?: string; devices: string[]; ms: number; channel: number; wait?: boolean };
 
 async function client(): Promise<Client> {
   const c = new Client({ name: 'bench', version: '1' });
@@ -16,7 +17,9 @@ async function client(): Promise<Client> {
 async function loop(c: Client, dev: string, end: number, n: { done: number; bad: number }): Promise<void> {
   let on = true;
   while (Date.now() < end) {
-    const r = (await c.callTool({ name: 'relay_set', arguments: { device_id: dev, channel: o.channel, on } })) as { structuredContent?: Record<string, unknown> };
+    const r = (await c.callTool({ name: 'relay_set', arguments: { device_id: dev, channel: o.channel, on, ...(o.wait ? { wait_ms: 5000 } : {}) } })) as {
+      structuredContent?: Record<string, unknown>;
+    };
     let s = r.structuredContent!;
     while (!s.terminal) {
       const q = (await c.callTool({ name: 'get_action_status', arguments: { command_id: s.command_id, wait_ms: 5000 } })) as { structuredContent?: Record<string, unknown> };

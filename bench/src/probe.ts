@@ -1,5 +1,5 @@
 // Ad-hoc: core-API capacity at N load-generator devices, with journal commit counts (for profiling).
-// node bench/dist/probe.js N MS
+// node bench/dist/probe.js N MS [mcp [wait]]
 import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,7 +35,7 @@ await new Promise((r) => setTimeout(r, 300));
 commits = 0;
 commitMs = 0;
 if (process.argv[4] === 'mcp') {
-  const m = fork(join(ROOT, 'bench', 'dist', 'mcp-load.js'), [JSON.stringify({ url: running.url + '/mcp', token: running.tokens?.agent, devices: devices.map((d) => d.id), ms, channel: 3 })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const m = fork(join(ROOT, 'bench', 'dist', 'mcp-load.js'), [JSON.stringify({ url: running.url + '/mcp', token: running.tokens?.agent, devices: devices.map((d) => d.id), ms, channel: 3, wait: process.argv[5] === 'wait' })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const cpu0 = process.cpuUsage();
   const r = await new Promise<{ done: number; ms: number }>((resolve) => {
     m.on('message', (x: { ready?: boolean; done?: number; ms?: number }) => {
