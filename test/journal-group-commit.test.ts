@@ -399,11 +399,16 @@ describe('a commit is on disk only once the WAL is fsynced after it, and the fsy
     j.insert(command(2));
     const second = j.flushed().then(() => 'resolved', (e: Error) => e.message);
     await new Promise((r) => setImmediate(r));
+    // A batch open when the fsync fails is rolled back: its waiter is told, its row never commits.
+    j.insert(command(7));
+    const open = j.flushed().then(() => 'resolved', (e: Error) => e.message);
     j.release(new Error('EIO: i/o error, fsync'));
     const msg =
       'journal fsync failed (EIO: i/o error, fsync); what was committed since the last good sync may not be on disk; nothing of it was sent or answered, and the journal takes no more writes (restart the host)';
     expect(await first).toBe(msg);
     expect(await second).toBe(msg);
+    expect(await open).toBe(msg);
+    expect(j.get('cmd_7')).toBeUndefined();
     expect(broken).toEqual([msg]);
     expect(() => j.insert(command(3))).toThrow(msg);
     expect(() => j.seen('dev', 'b', 1)).toThrow(msg);

@@ -607,6 +607,13 @@ export class Journal {
     this.broken ??= e;
     const all = [...waiting, ...this.covered.splice(0), ...this.next.splice(0), ...this.after.splice(0)];
     this.unsynced = false;
+    this.commitAfterSync = false;
+    // The open batch, whose waiters are told it failed, is never committed.
+    if (this.pending) {
+      this.pending = false;
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      this.reload();
+    }
     for (const a of all) a.fail?.(e);
     this.onBroken?.(e);
   }
