@@ -23,7 +23,8 @@ export interface QueryFrame { t: 'q'; q: string; rid?: string }
  * Heartbeat. With `ack`, the host's immediate answer to the device's `ack` or `prog` of that rid: the device
  * ignores it, but the data segment carries the TCP ACK of the `ack` at once. Without it the device's
  * Nagle (lwIP has it on; Espruino sets no TCP_NODELAY) holds the `res` that follows until the host's
- * delayed ACK (~40 ms on Linux).
+ * delayed ACK (~40 ms on Linux). One answer covers every frame of one read (it names the newest); an
+ * ack whose `res` came in the same read gets none (nothing is held; the `rack` carries the ACK).
  */
 export interface HostHeartbeatFrame { t: 'hb'; ack?: string }
 export interface ErrorFrame { t: 'err'; code: ErrorCode; msg: string; ref?: string }

@@ -149,7 +149,7 @@ export class HostCore implements SessionHandler {
 
   /** A new device connection (from the gateway or an in-memory pair). */
   attach(link: Link): Session {
-    const s = new Session(link, this, this.clock, this.log, { heartbeatMs: this.heartbeatMs, handshakeMs: this.handshakeMs, limiter: this.limiter });
+    const s = new Session(link, this, this.clock, this.log, { heartbeatMs: this.heartbeatMs, handshakeMs: this.handshakeMs, limiter: this.limiter, answerAtReadEnd: this.clock === realClock });
     this.sessions.add(s);
     return s;
   }
@@ -239,15 +239,14 @@ export class HostCore implements SessionHandler {
   frame(s: Session, f: ToHostFrame): void {
     switch (f.t) {
       case 'ack':
-        // Answer at once: this segment carries the TCP ACK the device's Nagle waits for before it sends
-        // the `res` (or `prog`) that follows; a silent host would delay that ACK ~40 ms. It reports
-        // nothing journaled, so it does not wait for the commit.
-        s.send({ t: 'hb', ack: f.rid });
+        // The device's Nagle holds the `res` (or `prog`) that follows until this is acknowledged.
+        s.answerNagle(f.rid);
         return this.commands.ack(s, f);
       case 'prog':
-        s.send({ t: 'hb', ack: f.rid });
+        s.answerNagle(f.rid);
         return this.commands.progress(s, f);
       case 'res':
+        s.resultIn(f.rid);
         return this.commands.result(s, f);
       case 'state':
         return this.devices.answer(s.dev!, f);

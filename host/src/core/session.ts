@@ -48,6 +48,12 @@ export interface SessionOptions {
   handshakeMs: number;
   /** Limits the warnings one remote address can cause (shared by all sessions). */
   limiter?: LogLimiter;
+  /**
+   * Answer acks once the frames of the current read are handled (the real clock), rather than at
+   * once: an ack whose result came in the same read needs no answer. Off on a virtual clock, where
+   * frames are delivered by timers that may run back to back before any microtask.
+   */
+  answerAtReadEnd?: boolean;
 }
 
 export class Session {
@@ -68,6 +74,8 @@ export class Session {
   refusedFrames = 0;
   /** Frames of ours the device says it refused (its heartbeat's `bad`). */
   refusedByDevice = 0;
+  /** Acks and progress of this read still to be answered (answerAtReadEnd), newest last. */
+  private toAnswer: string[] | undefined;
 
   constructor(
     readonly link: Link,
@@ -89,6 +97,37 @@ export class Session {
       j = seal(j, this.mac(HOST_DIR, j));
     }
     this.link.send(j);
+  }
+
+  /**
+   * The device's Nagle holds its next frame (the `res` or `prog` after this `ack` or `prog` of `rid`)
+   * until the host acknowledges this one, which a silent host does only after its ~40 ms delayed ACK:
+   * answer with a small `hb` so the TCP ACK goes out at once. It reports nothing journaled, so it does
+   * not wait for a commit. With answerAtReadEnd the answer waits until the frames of this read are
+   * handled: if the result of every such frame came with it, nothing is held and no answer is sent
+   * (the `rack` of that result carries the ACK); else one `hb` acknowledges all of them.
+   */
+  answerNagle(rid: string): void {
+    if (!this.opts.answerAtReadEnd) return this.send({ t: 'hb', ack: rid });
+    if (this.toAnswer === undefined) {
+      this.toAnswer = [];
+      queueMicrotask(() => this.answerRead());
+    }
+    this.toAnswer.push(rid);
+  }
+
+  /** The result of `rid` came in: an answer still waiting for its ack is not needed. */
+  resultIn(rid: string): void {
+    const a = this.toAnswer;
+    if (a === undefined) return;
+    for (let i = a.length - 1; i >= 0; i--) if (a[i] === rid) a.splice(i, 1);
+  }
+
+  private answerRead(): void {
+    const a = this.toAnswer;
+    this.toAnswer = undefined;
+    if (this.ended || a === undefined || a.length === 0) return;
+    this.send({ t: 'hb', ack: a[a.length - 1] });
   }
 
   private mac(dir: string, body: string): string {
