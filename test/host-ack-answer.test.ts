@@ -21,11 +21,7 @@ let core: HostCore;
 afterEach(() => core.close());
 
 async function online(): Promise<FakeDevice> {
-  const d = new FakeDevice(core, 'rig1', SECRET, 'boot0001');
-  await d.connect();
-  d.answerStateQuery();
-  await flush();
-  return d;
+  return new FakeDevice(core, 'rig1', SECRET, 'boot0001').online();
 }
 
 /** Submit relay commands and wait until their cmd frames reached the device. */

@@ -477,11 +477,7 @@ describe('the host core on the real clock: a frame or an answer never runs ahead
   });
 
   async function online(): Promise<FakeDevice> {
-    const d = new FakeDevice(core, 'rig1', SECRET, 'boot0001');
-    await d.connect();
-    d.answerStateQuery();
-    await flush();
-    return d;
+    return new FakeDevice(core, 'rig1', SECRET, 'boot0001').online();
   }
 
   it('four submits in one turn share one commit; each cmd frame leaves with its row already on disk as sent', async () => {

@@ -121,6 +121,14 @@ export class FakeDevice {
     await flush();
   }
 
+  /** Connect, answer the host's first state query and let the host settle: a device online and idle. */
+  async online(): Promise<this> {
+    await this.connect();
+    this.answerStateQuery();
+    await flush();
+    return this;
+  }
+
   /** Answer the host's newest plain state query (no rid: the one each connection starts with, or a state read) with s. */
   answerStateQuery(s: DeviceState = this.state()): void {
     const q = this.of('q').filter((f) => f.rid === undefined).at(-1);
