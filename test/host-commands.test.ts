@@ -245,7 +245,7 @@ describe('the status of a command, field by field, from sent to completed', () =
       position_mm: null,
     };
     const open = { ...base, terminal: false, accepted: false, executed: false, verified: false, evidence: null, terminal_at: null, device_state: null, device_state_observed_at: null, device_state_age_ms: null };
-    expect(s.command_id).toMatch(/^cmd_[A-Za-z0-9]{12}$/);
+    expect(s.command_id).toMatch(/^cmd_[A-Za-z0-9]{16}$/);
     expect(s).toStrictEqual({ ...open, state: 'sent', elapsed_ms: 0, estimated_remaining_seconds: 0.045 });
     await flush();
     expect(d.of('cmd')).toEqual([{ t: 'cmd', rid: 'lamp-on', a: 'relay.set', p: { ch: 1, on: true } }]);

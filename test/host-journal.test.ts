@@ -479,7 +479,7 @@ describe('a journal written by an earlier version', () => {
   }
 
   it('whose (device_id, request_id) index was unique outright: a retry after DEVICE_OFFLINE can run', () => {
-    reopenedAfter('old-index.db', 'DROP INDEX commands_request_once; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
+    reopenedAfter('old-index.db', 'DROP INDEX commands_request_key; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1000 }));
     const retry = blank({ request_id: 'r', state: 'sent' });
     j.insert(retry);
@@ -489,12 +489,32 @@ describe('a journal written by an earlier version', () => {
   it('whose index freed a request_id after DEVICE_OFFLINE only: a retry after a BUSY refusal can run', () => {
     reopenedAfter(
       'old-index-sent.db',
-      "DROP INDEX commands_request_once; CREATE UNIQUE INDEX commands_request_sent ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE')",
+      "DROP INDEX commands_request_key; CREATE UNIQUE INDEX commands_request_sent ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE')",
     );
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'BUSY', terminal_at: 1000 }));
     const retry = blank({ request_id: 'r', state: 'sent', sent_at: 1100 });
     j.insert(retry);
     expect(j.byRequest('rig1', 'r')!.command_id).toBe(retry.command_id);
+  });
+
+  it('whose request_id had two indexes (one to find, a partial unique one to hold it): they become the one index a submit writes, and it still holds the request_id', () => {
+    const old = reopenedAfter(
+      'old-request-indexes.db',
+      'DROP INDEX commands_request_key; CREATE INDEX commands_request_all ON commands(device_id, request_id); ' +
+        "CREATE UNIQUE INDEX commands_request_once ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND sent_at IS NULL AND error_code IN ('DEVICE_OFFLINE', 'BUSY', 'STATE_READ_REQUIRED'))",
+    );
+    j.close();
+    const after = new Database(old, { readonly: true });
+    const names = (after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'commands_request%'").all() as { name: string }[]).map((r) => r.name);
+    after.close();
+    expect(names).toEqual(['commands_request_key']);
+    j = new Journal(old);
+    j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'BUSY', terminal_at: 1000 }));
+    j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'BUSY', terminal_at: 1001 }));
+    const ran = blank({ request_id: 'r', state: 'completed', sent_at: 1100, terminal_at: 1200 });
+    j.insert(ran);
+    expect(() => j.insert(blank({ request_id: 'r', state: 'sent', sent_at: 1300 }))).toThrow(/UNIQUE/);
+    expect(j.byRequest('rig1', 'r')!.command_id).toBe(ran.command_id);
   });
 
   it('whose open commands were indexed by state (rewritten on every state change): that index is replaced by one on submitted_at', () => {

@@ -15,12 +15,41 @@ function pooled(n: number): Buffer {
   return POOL.subarray(at - n, at);
 }
 
+// Base 62 in ASCII order, so the text of a time sorts as the time does.
+const DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+let lastMs = 0;
+let lastPrefix = '';
+
+/** The time in ms as 7 base-62 digits (fixed width until the year 2080), never earlier than the last one minted. */
+function timePrefix(): string {
+  const ms = Math.max(Date.now(), lastMs);
+  if (ms !== lastMs) {
+    let n = ms;
+    let s = '';
+    for (let i = 0; i < 7; i++) {
+      s = DIGITS[n % 62] + s;
+      n = Math.floor(n / 62);
+    }
+    lastMs = ms;
+    lastPrefix = s;
+  }
+  return lastPrefix;
+}
+
+// Time first, then 53 random bits: ids minted later sort after earlier ones, so the journal's indexes on
+// them grow at one end (a random id landed on a random page of each index: measured, the WAL written per
+// commit and the COMMIT's time both grew with the number of distinct pages a batch touched), and two ids
+// of the same millisecond still differ but by chance (~1 in 10^16 per pair).
+function timeOrdered(): string {
+  return timePrefix() + pooled(7).toString('base64url').slice(0, 9).replace(/[-_]/g, 'x');
+}
+
 export function newCommandId(): string {
-  return 'cmd_' + pooled(9).toString('base64url').replace(/[-_]/g, 'x');
+  return 'cmd_' + timeOrdered();
 }
 
 export function newRequestId(): string {
-  return 'req_' + pooled(9).toString('base64url').replace(/[-_]/g, 'x');
+  return 'req_' + timeOrdered();
 }
 
 export function newNonce(): string {

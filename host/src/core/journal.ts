@@ -141,7 +141,6 @@ CREATE TABLE IF NOT EXISTS commands (
   sent_at INTEGER,
   history TEXT
 );
-CREATE INDEX IF NOT EXISTS commands_request_all ON commands(device_id, request_id);
 -- Open commands in submission order (the restart's reload). Keyed on a column that never changes, so
 -- a state change does not touch it: an entry is written at insert and removed when the command ends.
 CREATE INDEX IF NOT EXISTS commands_open_at ON commands(submitted_at) WHERE terminal_at IS NULL;
@@ -452,7 +451,13 @@ export class Journal {
     // A request_id names at most one command that could have reached a device; the host's refusals
     // of the moment (nothing was sent) may repeat it, so a retry after one can run. Built once the
     // columns it reads exist.
-    this.db.exec(`CREATE UNIQUE INDEX IF NOT EXISTS commands_request_once ON commands(device_id, request_id) WHERE NOT ${MOMENT_SQL}`);
+    // One index both finds a request's commands and keeps its one command that could have reached a
+    // device unique: that one's third key is '' and a refusal of the moment's is its own command_id.
+    // It replaces a plain (device_id, request_id) index and a partial unique one on the same columns,
+    // so a submit writes one entry for the request instead of two.
+    this.db.exec(`CREATE UNIQUE INDEX IF NOT EXISTS commands_request_key ON commands(device_id, request_id, CASE WHEN ${MOMENT_SQL} THEN command_id ELSE '' END)`);
+    this.db.exec('DROP INDEX IF EXISTS commands_request_all');
+    this.db.exec('DROP INDEX IF EXISTS commands_request_once');
   }
 
   /**
