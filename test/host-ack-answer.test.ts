@@ -8,10 +8,10 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import type { BoardDef } from '@proofrig/protocol';
+import { unseal, type BoardDef } from '@proofrig/protocol';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import { HostCore } from '../host/src/core/host.js';
-import { FakeDevice, flush } from './helpers/fake-device.js';
+import { FakeDevice, flush, ridden } from './helpers/fake-device.js';
 
 const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
 const SECRET = 'b'.repeat(64);
@@ -55,7 +55,7 @@ describe('on the real clock the host answers an ack only when the device may be 
     await flush();
     expect(answers(d)).toEqual([{ t: 'hb', ack: 'r1' }]);
     d.send(res(d, 'r1'));
-    await flush();
+    await ridden();
     expect(core.journal.byRequest('rig1', 'r1')!.state).toBe('completed');
     expect(answers(d)).toHaveLength(1); // a result is answered by its rack, not by an hb
     expect(d.of('rack').map((f) => f.rid)).toEqual(['r1']);
@@ -65,7 +65,7 @@ describe('on the real clock the host answers an ack only when the device may be 
     const d = await online();
     await submitted(d, ['r1']);
     oneRead(d, ack('r1'), res(d, 'r1'));
-    await flush();
+    await ridden();
     expect(answers(d)).toEqual([]);
     expect(d.of('rack').map((f) => f.rid)).toEqual(['r1']);
     expect(core.journal.byRequest('rig1', 'r1')).toMatchObject({ state: 'completed', accepted: true });
@@ -95,6 +95,73 @@ describe('on the real clock the host answers an ack only when the device may be 
     oneRead(d, { t: 'prog', rid: 'r1', pct: 50 }, { t: 'prog', rid: 'r2', pct: 50 }, res(d, 'r2'));
     await flush();
     expect(answers(d).map((f) => f.ack)).toEqual(['r2', 'r1']);
+  });
+});
+
+describe('on the real clock a rack rides with the next frame to its device', () => {
+  beforeEach(() => {
+    core = new HostCore({ db: newDb(), logger: pino({ level: 'silent' }), heartbeatMs: 60_000 });
+    core.provision('rig1', SECRET, board);
+  });
+
+  /** What the host's end of the link writes: each entry one write (a batch, or a single send). */
+  function writes(d: FakeDevice): string[][] {
+    const w: string[][] = [];
+    const l = (d as unknown as { hostSide: { send(t: string): void; sendBatch?(t: string[]): void } }).hostSide;
+    const send = l.send.bind(l);
+    l.send = (t) => {
+      w.push([t]);
+      send(t);
+    };
+    l.sendBatch = (ts) => {
+      w.push(ts);
+      for (const t of ts) send(t);
+    };
+    return w;
+  }
+  const kinds = (texts: string[]) => texts.map((t) => (JSON.parse(unseal(t)?.body ?? t) as { t: string }).t);
+
+  it("the waiter hears of the result before the rack is written, and the rack leaves in the next command's write, ahead of it", async () => {
+    const d = await online();
+    const w = writes(d);
+    const first = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
+    await flush();
+    const done = core.waitTerminal(first.command_id, 5000).then((v) => [v?.state, d.of('rack').length]);
+    oneRead(d, ack('r1'), res(d, 'r1'));
+    expect(await done).toEqual(['completed', 0]);
+    await flush();
+    expect(d.of('rack')).toEqual([]);
+    await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true }, request_id: 'r2' });
+    await flush();
+    expect(w.map(kinds)).toEqual([['cmd'], ['rack', 'cmd']]);
+    expect(d.of('rack').map((f) => f.rid)).toEqual(['r1']);
+    expect(d.of('cmd').map((f) => f.rid)).toEqual(['r1', 'r2']);
+  });
+
+  it('a rack with nothing to ride with goes out alone within RACK_RIDE_MS; several waiting go in one write, oldest first', async () => {
+    const d = await online();
+    const w = writes(d);
+    await submitted(d, ['r1', 'r2']);
+    oneRead(d, ack('r1'), res(d, 'r1'), ack('r2'), res(d, 'r2'));
+    await flush();
+    expect(d.of('rack')).toEqual([]);
+    await ridden();
+    expect(w.map(kinds).at(-1)).toEqual(['rack', 'rack']);
+    expect(d.of('rack').map((f) => f.rid)).toEqual(['r1', 'r2']);
+  });
+
+  it('racks waiting when the link drops are not sent on it; the device re-sends its results on the next link and gets them', async () => {
+    const d = await online();
+    await submitted(d, ['r1']);
+    oneRead(d, ack('r1'), res(d, 'r1'));
+    await flush();
+    d.link.close('wifi lost');
+    await ridden();
+    expect(d.of('rack')).toEqual([]);
+    const again = await online();
+    again.send(res(again, 'r1'));
+    await ridden();
+    expect(again.of('rack').map((f) => f.rid)).toEqual(['r1']);
   });
 });
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BoardDef } from '@proofrig/protocol';
 import { HostCore } from '../host/src/core/host.js';
-import { FakeDevice, flush } from './helpers/fake-device.js';
+import { FakeDevice, flush, ridden } from './helpers/fake-device.js';
 
 const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
 const SECRET = 'c'.repeat(64);
@@ -30,7 +30,7 @@ describe('device events', () => {
     await dev.connect();
     const s = dev.state(false);
     dev.send({ t: 'evt', id: 'ev:1', k: 'max_on', ch: 4, msg: 'K4 switched off by the device', s });
-    await flush();
+    await ridden();
     expect(dev.of('rack')).toContainEqual({ t: 'rack', rid: 'ev:1' });
     const v = core.devices.view('rig1')!;
     expect(v.interlock_events).toMatchObject([{ kind: 'max_on', ch: 4, boot_id: 'boot-1', msg: 'K4 switched off by the device' }]);
@@ -47,7 +47,7 @@ describe('device events', () => {
     const b = new FakeDevice(core, 'rig1', SECRET, 'boot-1');
     await b.connect();
     b.send(f);
-    await flush();
+    await ridden();
     expect(b.of('rack')).toContainEqual({ t: 'rack', rid: 'ev:1' });
     expect(core.devices.view('rig1')!.interlock_events).toHaveLength(1);
     const c = new FakeDevice(core, 'rig1', SECRET, 'boot-2');
@@ -62,7 +62,7 @@ describe('device events', () => {
     const dev = new FakeDevice(core, 'rig1', SECRET, 'boot-1');
     await dev.connect();
     dev.send({ t: 'evt', id: 'ev:1', k: 'reboot_everything', msg: 'x', s: dev.state() });
-    await flush();
+    await ridden();
     expect(dev.of('err')).toMatchObject([{ code: 'MALFORMED_FRAME' }]);
     expect(dev.of('rack')).toEqual([]);
     expect(core.devices.view('rig1')!.interlock_events).toEqual([]);

@@ -16,7 +16,7 @@ import { HostCore } from '../host/src/core/host.js';
 import { Journal, blankCommand, type CommandRecord } from '../host/src/core/journal.js';
 import type { Link } from '../host/src/core/link.js';
 import { durable } from '../host/src/mcp/durable.js';
-import { FakeDevice, flush } from './helpers/fake-device.js';
+import { FakeDevice, flush, ridden } from './helpers/fake-device.js';
 
 const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
 const SECRET = 'a'.repeat(64);
@@ -504,7 +504,7 @@ describe('the host core on the real clock: a frame or an answer never runs ahead
     d.send({ t: 'ack', rid: 'res-1', st: 'accepted' });
     d.send({ t: 'res', rid: 'res-1', st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 2 });
     expect(await waiter).toEqual(['completed', 'completed']);
-    await flush();
+    await ridden();
     // Both frames arrived in one turn, so one commit holds both and both events follow it.
     expect(heard).toEqual(['accepted/completed', 'completed/completed']);
     expect(sent.filter((f) => f.t === 'rack')).toEqual([{ t: 'rack', rid: 'res-1', disk: 'completed' }]);
@@ -538,14 +538,14 @@ describe('the host core on the real clock: a frame or an answer never runs ahead
     j.failNext = true;
     const res = { t: 'res', rid: 'lost-1', st: 'completed', ev: 'pin_readback', ver: true, s: d.state(true), ms: 2 };
     d.send(res);
-    await flush();
+    await ridden();
     expect(heard).toEqual([]);
     expect(sent.filter((f) => f.t === 'rack')).toEqual([]);
     expect(core.status(s.command_id)?.state).toBe('sent');
     expect(onDisk(reader, 'lost-1')).toBe('sent');
     // As the firmware does when asked after the deadline: the stored result again.
     d.send(res);
-    await flush();
+    await ridden();
     expect(heard).toEqual(['completed']);
     expect(core.status(s.command_id)?.state).toBe('completed');
     expect(sent.filter((f) => f.t === 'rack')).toEqual([{ t: 'rack', rid: 'lost-1', disk: 'completed' }]);

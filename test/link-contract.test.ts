@@ -1,7 +1,7 @@
 // One contract, run against every Link implementation: the core may rely on exactly this.
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Socket, type AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { createLinkedPair, type Link } from '../host/src/core/link.js';
 import { WsGateway, WsLink } from '../host/src/gateway/ws-gateway.js';
@@ -64,6 +64,18 @@ describe.each(implementations)('Link contract: %s', (_name, make) => {
     expect(atA).toEqual(['back']);
   });
 
+  it('frames given together (sendBatch where the link has it) arrive as separate frames, in order with those sent alone', async () => {
+    pair = await make();
+    const atB: string[] = [];
+    pair.b.onmessage = (t) => atB.push(t);
+    const batch = (texts: string[]) => (pair.a.sendBatch ? pair.a.sendBatch(texts) : texts.forEach((t) => pair.a.send(t)));
+    pair.a.send('one');
+    batch(['two', 'three', 'four']);
+    pair.a.send('five');
+    await until(() => atB.length === 5);
+    expect(atB).toEqual(['one', 'two', 'three', 'four', 'five']);
+  });
+
   it('close fires onclose once on both sides, and later sends are dropped silently', async () => {
     pair = await make();
     let closedA = 0;
@@ -96,5 +108,41 @@ describe.each(implementations)('Link contract: %s', (_name, make) => {
     inside = false;
     await until(() => delivered === 1);
     expect(seenInside).toBe(false);
+  });
+});
+
+describe('the WebSocket gateway link', () => {
+  it('writes a batch of frames to its socket in one write (corked), not one write per frame', async () => {
+    const [, make] = implementations[1];
+    const pair = await make();
+    try {
+      const got: string[] = [];
+      pair.b.onmessage = (t) => got.push(t);
+      const writes: number[] = [];
+      const proto = Socket.prototype as unknown as { _writev: (chunks: unknown[], cb: () => void) => void; _write: (c: unknown, e: string, cb: () => void) => void };
+      const writev = proto._writev;
+      const write = proto._write;
+      proto._writev = function (chunks, cb) {
+        writes.push(chunks.length);
+        return writev.call(this, chunks, cb);
+      };
+      proto._write = function (c, e, cb) {
+        writes.push(1);
+        return write.call(this, c, e, cb);
+      };
+      try {
+        expect(pair.a.sendBatch).toBeTypeOf('function');
+        pair.a.sendBatch!(['a', 'b', 'c']);
+      } finally {
+        proto._writev = writev;
+        proto._write = write;
+      }
+      // one write holding a header and a payload per frame
+      expect(writes).toEqual([6]);
+      await until(() => got.length === 3);
+      expect(got).toEqual(['a', 'b', 'c']);
+    } finally {
+      await pair.dispose();
+    }
   });
 });

@@ -53,7 +53,15 @@ if (process.argv[4] === 'mcp') {
   await running.close();
   process.exit(0);
 }
+const cnt = { send: 0, batch: 0, batched: 0 };
+for (const ss of (running.core as unknown as { sessions: Set<{ link: { send(t: string): void; sendBatch?(t: string[]): void } }> }).sessions) {
+  const l = ss.link;
+  const s0 = l.send.bind(l);
+  l.send = (t) => { cnt.send++; s0(t); };
+  if (l.sendBatch) { const b0 = l.sendBatch.bind(l); l.sendBatch = (t) => { cnt.batch++; cnt.batched += t.length; b0(t); }; }
+}
 const { done, secs, cpu } = await driveCore(running.core, devices, ms);
+if (process.env.COUNT) console.log(JSON.stringify(cnt));
 console.log(JSON.stringify({ n, rate: Math.round(done / secs), done, commits, perCommit: +(done / commits).toFixed(1), commitMs: +(commitMs / commits).toFixed(2), cpuUsPerCmd: Math.round((cpu.user + cpu.system) / done) }));
 g.kill('SIGKILL');
 await running.close();

@@ -4,6 +4,11 @@
 export interface Link {
   /** Queue one text frame for the peer. Silently dropped once the link is closed. */
   send(text: string): void;
+  /**
+   * Optional: several frames, in order, in one write of the transport (a WebSocket's socket corked
+   * around them). A link without it gets them one send() each.
+   */
+  sendBatch?(texts: string[]): void;
   /** Close the link; `onclose` fires once, asynchronously. */
   close(reason?: string): void;
   /** Set by the owner: one text frame from the peer. */

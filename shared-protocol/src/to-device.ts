@@ -15,7 +15,11 @@ export interface ChallengeFrame { t: 'chal'; v: number; sn: string }
 export interface WelcomeFrame { t: 'ok'; hb: number; mac: string }
 /** Execute an action. `rid` is the request_id: a repeat never executes twice. */
 export interface CommandFrame { t: 'cmd'; rid: string; a: ActionName; p: Record<string, unknown> }
-/** The host has journaled the result of `rid`: drop it from the outbox. */
+/**
+ * The host has journaled the result of `rid`: drop it from the outbox. It may wait up to the host's
+ * RACK_RIDE_MS (5 ms) to share a socket write with the next frame to the device; it always comes
+ * before that frame.
+ */
 export interface ResultAckFrame { t: 'rack'; rid: string }
 /** Report your state now (a `state` frame with the same `q`); with `rid`, also that command's status. */
 export interface QueryFrame { t: 'q'; q: string; rid?: string }
@@ -24,7 +28,8 @@ export interface QueryFrame { t: 'q'; q: string; rid?: string }
  * ignores it, but the data segment carries the TCP ACK of the `ack` at once. Without it the device's
  * Nagle (lwIP has it on; Espruino sets no TCP_NODELAY) holds the `res` that follows until the host's
  * delayed ACK (~40 ms on Linux). One answer covers every frame of one read (it names the newest); an
- * ack whose `res` came in the same read gets none (nothing is held; the `rack` carries the ACK).
+ * ack whose `res` came in the same read gets none (nothing is held; the `rack`, at most RACK_RIDE_MS
+ * later, carries the ACK).
  */
 export interface HostHeartbeatFrame { t: 'hb'; ack?: string }
 export interface ErrorFrame { t: 'err'; code: ErrorCode; msg: string; ref?: string }

@@ -7,7 +7,7 @@ import {
   type DeviceState,
 } from '@proofrig/protocol';
 import { createLinkedPair, type Link } from '../../host/src/core/link.js';
-import type { HostCore } from '../../host/src/core/host.js';
+import { RACK_RIDE_MS, type HostCore } from '../../host/src/core/host.js';
 import { allDurable } from '../../host/src/core/journal.js';
 
 /** n turns of the event loop, each ended by waiting until every journal's writes are on disk (their fsync runs off the loop). */
@@ -16,6 +16,12 @@ export const flush = async (n = 5) => {
     await new Promise((r) => setImmediate(r));
     await allDurable();
   }
+};
+
+/** Long enough for a `rack` with no frame to ride with to go out alone (real clock), then flush. */
+export const ridden = async () => {
+  await new Promise((r) => setTimeout(r, RACK_RIDE_MS + 2));
+  await flush();
 };
 
 export class FakeDevice {

@@ -395,7 +395,7 @@ export class Commands extends EventEmitter {
     const c = this.journal.byRequest(dev, f.rid);
     if (!c) {
       this.log.warn({ evt: 'unknown_result', device_id: dev, rid: f.rid }, 'result for a request this host never sent');
-      this.journal.afterCommit(() => s.send({ t: 'rack', rid: f.rid }));
+      this.journal.afterCommit(() => s.sendRider({ t: 'rack', rid: f.rid }));
       return;
     }
     if (isTerminal(c.state)) {
@@ -403,7 +403,7 @@ export class Commands extends EventEmitter {
         c.updated_at = this.clock.now();
         this.noted(c, `late result from device ignored: ${f.st}${f.code ? ' ' + f.code : ''}${f.msg ? ': ' + f.msg : ''}`);
       }
-      this.journal.afterCommit(() => s.send({ t: 'rack', rid: f.rid }));
+      this.journal.afterCommit(() => s.sendRider({ t: 'rack', rid: f.rid }));
       return;
     }
     c.device_state = f.s;
@@ -423,7 +423,7 @@ export class Commands extends EventEmitter {
         executed: true,
         accepted: true,
       });
-      this.journal.afterCommit(() => s.send({ t: 'rack', rid: f.rid }));
+      this.journal.afterCommit(() => s.sendRider({ t: 'rack', rid: f.rid }));
       return;
     }
     this.finish(c, f.st, {
@@ -434,7 +434,7 @@ export class Commands extends EventEmitter {
       executed: f.st === 'completed' || f.st === 'unverified' || f.st === 'failed',
       accepted: f.st !== 'rejected',
     });
-    this.journal.afterCommit(() => s.send({ t: 'rack', rid: f.rid }));
+    this.journal.afterCommit(() => s.sendRider({ t: 'rack', rid: f.rid }));
   }
 
   /** Re-arm deadlines of commands that were open when the host stopped. */

@@ -27,7 +27,15 @@ export interface HostOptions {
   retention?: Partial<Retention>;
   /** How often retention runs (default hourly). */
   pruneEveryMs?: number;
+  /** How long a `rack` may wait to share a socket write with the next frame to its device (Session rideMs; default RACK_RIDE_MS on the real clock, 0 on a virtual one). */
+  rackRideMs?: number;
 }
+
+/**
+ * A `rack` waits at most this long for the next frame to its device. Short next to anything that
+ * waits on it (the device frees an outbox slot; its own Nagle may hold a frame until our TCP ACK).
+ */
+export const RACK_RIDE_MS = 5;
 
 /** How long a device that just dropped counts as reconnecting (booting) rather than offline. */
 export const RECONNECT_WINDOW_MS = 5000;
@@ -57,6 +65,7 @@ export class HostCore implements SessionHandler {
   private pruneTimer: TimerHandle | undefined;
   /** Warnings unauthenticated peers can provoke, limited per remote address across connections. */
   private readonly limiter: LogLimiter;
+  private readonly rackRideMs: number;
 
   constructor(opts: HostOptions) {
     this.clock = opts.clock ?? realClock;
@@ -65,6 +74,7 @@ export class HostCore implements SessionHandler {
     // Short: a connection that has not proven itself holds a socket and nothing else.
     this.handshakeMs = opts.handshakeMs ?? 5000;
     this.limiter = new LogLimiter(this.clock);
+    this.rackRideMs = opts.rackRideMs ?? (this.clock === realClock ? RACK_RIDE_MS : 0);
     // Group commit: on the real clock every write of one event-loop turn (submits, device frames) joins
     // one transaction committed at its end (setImmediate), so many commands cost one fsync; on a virtual
     // clock (simulated runs) each submit's or frame's writes commit when its handler ends. Either way
@@ -149,7 +159,7 @@ export class HostCore implements SessionHandler {
 
   /** A new device connection (from the gateway or an in-memory pair). */
   attach(link: Link): Session {
-    const s = new Session(link, this, this.clock, this.log, { heartbeatMs: this.heartbeatMs, handshakeMs: this.handshakeMs, limiter: this.limiter, answerAtReadEnd: this.clock === realClock });
+    const s = new Session(link, this, this.clock, this.log, { heartbeatMs: this.heartbeatMs, handshakeMs: this.handshakeMs, limiter: this.limiter, answerAtReadEnd: this.clock === realClock, rideMs: this.rackRideMs });
     this.sessions.add(s);
     return s;
   }
@@ -204,7 +214,7 @@ export class HostCore implements SessionHandler {
     this.devices.observe(s.dev!, f.s);
     this.journal.afterCommit(() => {
       if (fresh) this.log.warn({ evt: 'device_event', device_id: s.dev, boot: s.boot, kind: f.k, ch: f.ch, msg: f.msg }, 'interlock acted on the device');
-      s.send({ t: 'rack', rid: f.id });
+      s.sendRider({ t: 'rack', rid: f.id });
     });
   }
 

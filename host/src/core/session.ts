@@ -54,6 +54,12 @@ export interface SessionOptions {
    * frames are delivered by timers that may run back to back before any microtask.
    */
   answerAtReadEnd?: boolean;
+  /**
+   * Let a `rack` wait up to this long for the next frame to the device and go out in the same socket
+   * write (0 or unset: at once). The host is told nothing by it and the device only frees an outbox
+   * slot, so a device kept busy gets one write per command instead of two. Real clock only.
+   */
+  rideMs?: number;
 }
 
 export class Session {
@@ -76,6 +82,9 @@ export class Session {
   refusedByDevice = 0;
   /** Acks and progress of this read still to be answered (answerAtReadEnd), newest last. */
   private toAnswer: string[] | undefined;
+  /** Racks waiting to go out with the next frame (rideMs), oldest first, and the timer that sends them alone. */
+  private riders: ToDeviceFrame[] = [];
+  private rideTimer: TimerHandle | undefined;
 
   constructor(
     readonly link: Link,
@@ -91,12 +100,42 @@ export class Session {
   }
 
   send(f: ToDeviceFrame): void {
+    if (this.riders.length === 0) return this.link.send(this.text(f));
+    // Waiting racks first: sealed before this frame, their counters come first too.
+    const texts = this.riders.map((r) => this.text(r));
+    this.riders = [];
+    this.clock.clearTimeout(this.rideTimer);
+    this.rideTimer = undefined;
+    texts.push(this.text(f));
+    if (this.link.sendBatch) this.link.sendBatch(texts);
+    else for (const t of texts) this.link.send(t);
+  }
+
+  /** A frame nothing waits for (a `rack`): with rideMs it goes out with the next frame, or alone rideMs from now. */
+  sendRider(f: ToDeviceFrame): void {
+    if (!this.opts.rideMs) return this.send(f);
+    if (this.ended) return;
+    this.riders.push(f);
+    this.rideTimer ??= this.clock.setTimeout(() => this.rideAlone(), this.opts.rideMs);
+  }
+
+  private rideAlone(): void {
+    this.rideTimer = undefined;
+    const r = this.riders;
+    if (this.ended || r.length === 0) return;
+    const last = r.pop()!;
+    // send() takes the others along, in order.
+    this.send(last);
+  }
+
+  /** The frame's text on the wire: sealed with the next counter once authenticated. */
+  private text(f: ToDeviceFrame): string {
     let j = JSON.stringify(f);
     if (this.key) {
       j = withCounter(j, ++this.txN);
       j = seal(j, this.mac(HOST_DIR, j));
     }
-    this.link.send(j);
+    return j;
   }
 
   /**
@@ -272,6 +311,8 @@ export class Session {
     if (this.ended) return;
     this.ended = true;
     this.clock.clearTimeout(this.timer);
+    this.clock.clearTimeout(this.rideTimer);
+    this.riders = [];
     this.h.offline(this, reason);
   }
 }

@@ -20,6 +20,8 @@ export class WsLink implements Link {
     private readonly ws: WebSocket,
     readonly remote: string,
     private readonly log?: Logger,
+    /** The socket under ws (the gateway's upgraded one), for several frames in one write. */
+    private readonly socket?: { cork(): void; uncork(): void },
   ) {
     ws.on('message', (data, isBinary) => {
       try {
@@ -39,6 +41,14 @@ export class WsLink implements Link {
   send(text: string): void {
     if (this.closed || this.ws.readyState !== this.ws.OPEN) return;
     this.ws.send(text);
+  }
+
+  sendBatch(texts: string[]): void {
+    if (this.closed || this.ws.readyState !== this.ws.OPEN) return;
+    // ws writes each frame synchronously (no compression here); corked, they leave in one writev.
+    this.socket?.cork();
+    for (const t of texts) this.ws.send(t);
+    this.socket?.uncork();
   }
 
   close(reason = 'closed'): void {
@@ -79,7 +89,7 @@ export class WsGateway {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const remote = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
       try {
-        this.accept(new WsLink(ws, remote, this.log));
+        this.accept(new WsLink(ws, remote, this.log, socket));
       } catch (e) {
         this.log?.error({ evt: 'link_failed', remote, err: (e as Error)?.stack ?? String(e) }, 'accepting a device connection failed');
         ws.terminate();
