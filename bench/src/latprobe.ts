@@ -14,7 +14,7 @@ const ch = Number(process.argv[2] ?? 3);
 const n = Number(process.argv[3] ?? 200);
 const db = join(mkdtempSync(join(tmpdir(), 'proofrig-lat-')), 'journal.db');
 const running = await serve({ db, port: 0, logger: pino({ level: 'silent' }), heartbeatMs: 2000 });
-const rig = spawn(process.execPath, [join(ROOT, 'host', 'bin', 'proofrig.js'), 'rigs', '--board', join(ROOT, 'boards', 'relay-rig-4ch.json'), '--count', '1', '--id-prefix', 'lat', '--host', `ws://127.0.0.1:${running.http.port}${DEVICE_PATH}`, '--db', db, '--seed', '1'], { stdio: ['ignore', 'ignore', 'inherit'] });
+const rig = spawn(process.execPath, [...(process.env.RIG_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.RIG_PROF] : []), join(ROOT, 'host', 'bin', 'proofrig.js'), 'rigs', '--board', join(ROOT, 'boards', 'relay-rig-4ch.json'), '--count', '1', '--id-prefix', 'lat', '--host', `ws://127.0.0.1:${running.http.port}${DEVICE_PATH}`, '--db', db, '--seed', '1'], { stdio: ['ignore', 'ignore', 'inherit'] });
 while (!running.core.devices.session('lat-1')) await new Promise((r) => setTimeout(r, 20));
 const j = running.core.journal as unknown as { syncAsync(fd: number, d: (e: Error | null) => void): void; settle(): void };
 const syncs: number[] = [];
@@ -63,6 +63,7 @@ console.log(`ch ${ch} p50 ms: submit→cmd sent ${med(0)}, submit resolved ${med
 console.log('runs', runs.slice(-30).map((x) => x.toFixed(3)).join(' '));
 console.log('commit', md(commits), 'flush', md(flushes));
 console.log('fsync', md(syncs), 'settle', md(settles));
-rig.kill('SIGKILL');
+rig.kill(process.env.RIG_PROF ? 'SIGTERM' : 'SIGKILL');
+if (process.env.RIG_PROF) await new Promise((r) => rig.once('exit', r));
 await running.close();
 process.exit(0);
