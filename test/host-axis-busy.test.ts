@@ -181,7 +181,7 @@ describe("a refusal of the moment does not use up the request_id; the device's o
   it('a journal from when only DEVICE_OFFLINE freed its request_id is migrated on open: a retry after BUSY runs', async () => {
     core.close();
     const db = new Database(dbPath);
-    db.exec("DROP INDEX IF EXISTS commands_request_key; CREATE UNIQUE INDEX commands_request_sent ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE')");
+    db.exec("DROP INDEX IF EXISTS commands_request_rid; CREATE UNIQUE INDEX commands_request_sent ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE')");
     db.close();
     core = makeCore();
     const d = await slide();

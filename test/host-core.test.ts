@@ -491,7 +491,7 @@ describe('a retry after DEVICE_OFFLINE runs; a request_id that was sent still de
     core.close();
     const Database = (await import('better-sqlite3')).default;
     const db = new Database(dbPath);
-    db.exec('DROP INDEX IF EXISTS commands_request_key; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
+    db.exec('DROP INDEX IF EXISTS commands_request_rid; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
     db.close();
     core = makeCore();
     core.provision('rig1', SECRET, board);

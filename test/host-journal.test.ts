@@ -465,6 +465,43 @@ describe('the journal holds device secrets: only this user may read it', () => {
   });
 });
 
+describe('a journal of a million commands stays fast: what the host asks at every submit, and list_commands, never reads every row', () => {
+  /** SQLite's plan for a statement of the journal, its parameters bound to placeholders. */
+  function plan(sql: string): string {
+    const db = (j as unknown as { db: Database.Database }).db;
+    const p = db.prepare('EXPLAIN QUERY PLAN ' + sql);
+    for (let n = 0; n < 6; n++)
+      try {
+        return (p.all(...Array(n).fill('x')) as { detail: string }[]).map((r) => r.detail).join(' | ');
+      } catch {
+        // wrong number of parameters: try one more
+      }
+    throw new Error('no plan for ' + sql);
+  }
+  const stmt = (k: string) => (j as unknown as { stmts: Record<string, { source: string }> }).stmts[k].source;
+
+  it.each(['byRequest', 'lastMotion', 'get', 'open', 'prunedByRequest', 'expiredIds'])('%s searches an index', (k) => {
+    expect(plan(stmt(k))).toMatch(/^SEARCH|^SCAN \w+ USING INDEX/);
+    expect(plan(stmt(k))).not.toMatch(/^SCAN \w+$|\| SCAN \w+$/);
+  });
+
+  it('the newest commands (list_commands, the dashboard) are read from the end of the submission-time index, unsorted', () => {
+    const p = plan('SELECT * FROM commands ORDER BY submitted_at DESC, rowid DESC LIMIT 50');
+    expect(p).toBe('SCAN commands USING INDEX commands_submitted');
+  });
+
+  it('the last motion of an axis comes from the motion index, in order (relay commands are not in it)', () => {
+    expect(plan(stmt('lastMotion'))).toBe('SEARCH commands USING INDEX commands_motion_end (device_id=? AND action=? AND terminal_at>?)');
+    const c = blank({ action: 'relay.set', state: 'completed', terminal_at: 1000 });
+    const m = blank({ action: 'stepper.move', state: 'failed', terminal_at: 1001 });
+    j.insert(c);
+    j.insert(m);
+    const db = (j as unknown as { db: Database.Database }).db;
+    expect(db.prepare('SELECT command_id FROM commands INDEXED BY commands_motion_end WHERE terminal_at IS NOT NULL AND action IN (\'stepper.move\', \'stepper.home\')').all()).toEqual([{ command_id: m.command_id }]);
+    expect(j.lastTerminal('rig1', 'stepper.move').map((x) => x.command_id)).toEqual([m.command_id]);
+  });
+});
+
 describe('a journal written by an earlier version', () => {
   /** A journal file of today's schema with `sql` run on it (what an earlier version left), opened again as `j`. */
   function reopenedAfter(name: string, sql: string): string {
@@ -479,7 +516,7 @@ describe('a journal written by an earlier version', () => {
   }
 
   it('whose (device_id, request_id) index was unique outright: a retry after DEVICE_OFFLINE can run', () => {
-    reopenedAfter('old-index.db', 'DROP INDEX commands_request_key; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
+    reopenedAfter('old-index.db', 'DROP INDEX commands_request_rid; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1000 }));
     const retry = blank({ request_id: 'r', state: 'sent' });
     j.insert(retry);
@@ -489,7 +526,7 @@ describe('a journal written by an earlier version', () => {
   it('whose index freed a request_id after DEVICE_OFFLINE only: a retry after a BUSY refusal can run', () => {
     reopenedAfter(
       'old-index-sent.db',
-      "DROP INDEX commands_request_key; CREATE UNIQUE INDEX commands_request_sent ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE')",
+      "DROP INDEX commands_request_rid; CREATE UNIQUE INDEX commands_request_sent ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND error_code = 'DEVICE_OFFLINE')",
     );
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'BUSY', terminal_at: 1000 }));
     const retry = blank({ request_id: 'r', state: 'sent', sent_at: 1100 });
@@ -500,14 +537,14 @@ describe('a journal written by an earlier version', () => {
   it('whose request_id had two indexes (one to find, a partial unique one to hold it): they become the one index a submit writes, and it still holds the request_id', () => {
     const old = reopenedAfter(
       'old-request-indexes.db',
-      'DROP INDEX commands_request_key; CREATE INDEX commands_request_all ON commands(device_id, request_id); ' +
+      'DROP INDEX commands_request_rid; CREATE INDEX commands_request_all ON commands(device_id, request_id); ' +
         "CREATE UNIQUE INDEX commands_request_once ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND sent_at IS NULL AND error_code IN ('DEVICE_OFFLINE', 'BUSY', 'STATE_READ_REQUIRED'))",
     );
     j.close();
     const after = new Database(old, { readonly: true });
     const names = (after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'commands_request%'").all() as { name: string }[]).map((r) => r.name);
     after.close();
-    expect(names).toEqual(['commands_request_key']);
+    expect(names).toEqual(['commands_request_rid']);
     j = new Journal(old);
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'BUSY', terminal_at: 1000 }));
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'BUSY', terminal_at: 1001 }));

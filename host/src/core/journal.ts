@@ -109,6 +109,9 @@ export interface CommandEvent {
 export const MOMENT_REFUSALS = ['DEVICE_OFFLINE', 'BUSY', 'STATE_READ_REQUIRED'] as const;
 const MOMENT_SQL = `(state = 'rejected' AND sent_at IS NULL AND error_code IN (${MOMENT_REFUSALS.map((c) => `'${c}'`).join(', ')}))`;
 const MOMENT = new Set<string>(MOMENT_REFUSALS);
+/** Ended motion commands: the rows commands_motion_end holds (the last motion of an axis decides whether it may move). */
+const MOTIONS = new Set(['stepper.move', 'stepper.home']);
+const MOTION_END_SQL = `terminal_at IS NOT NULL AND action IN ('stepper.move', 'stepper.home')`;
 export function momentRefusal(c: CommandRecord): boolean {
   return c.state === 'rejected' && c.sent_at === null && MOMENT.has(c.error_code!);
 }
@@ -144,6 +147,12 @@ CREATE TABLE IF NOT EXISTS commands (
 -- Open commands in submission order (the restart's reload). Keyed on a column that never changes, so
 -- a state change does not touch it: an entry is written at insert and removed when the command ends.
 CREATE INDEX IF NOT EXISTS commands_open_at ON commands(submitted_at) WHERE terminal_at IS NULL;
+-- Every command by submission time: recent() (list_commands, the dashboard, tasks/list) walks it from
+-- the newest end instead of sorting the whole table. Appended at one end, never changed.
+CREATE INDEX IF NOT EXISTS commands_submitted ON commands(submitted_at);
+-- Ended motions per device and action (relay commands never enter it). It replaces the device_id prefix
+-- of the former (device_id, request_id) index, which every submit of every device wrote.
+CREATE INDEX IF NOT EXISTS commands_motion_end ON commands(device_id, action, terminal_at) WHERE terminal_at IS NOT NULL AND action IN ('stepper.move', 'stepper.home');
 -- The lifecycle history of commands journaled before it moved into commands.history (read, pruned, never written).
 CREATE TABLE IF NOT EXISTS command_events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -367,6 +376,11 @@ export class Journal {
         // Refusals never reached the axis: they are not its last motion.
         "SELECT * FROM commands WHERE device_id = ? AND action = ? AND terminal_at IS NOT NULL AND state != 'rejected' ORDER BY terminal_at DESC, rowid DESC LIMIT 50",
       ),
+      // The same for a motion (asked at every motion submit), through commands_motion_end: the
+      // query repeats the index's own WHERE terms, which is what lets SQLite use a partial index.
+      lastMotion: this.db.prepare(
+        `SELECT * FROM commands WHERE device_id = ? AND action = ? AND ${MOTION_END_SQL} AND state != 'rejected' ORDER BY terminal_at DESC, rowid DESC LIMIT 50`,
+      ),
       open: this.db.prepare('SELECT * FROM commands WHERE terminal_at IS NULL ORDER BY submitted_at'),
       events: this.db.prepare('SELECT at, state, note FROM command_events WHERE command_id = ? ORDER BY id'),
       history: this.db.prepare('SELECT history FROM commands WHERE command_id = ?'),
@@ -455,9 +469,13 @@ export class Journal {
     // device unique: that one's third key is '' and a refusal of the moment's is its own command_id.
     // It replaces a plain (device_id, request_id) index and a partial unique one on the same columns,
     // so a submit writes one entry for the request instead of two.
-    this.db.exec(`CREATE UNIQUE INDEX IF NOT EXISTS commands_request_key ON commands(device_id, request_id, CASE WHEN ${MOMENT_SQL} THEN command_id ELSE '' END)`);
+    // request_id leads: the ids the host mints are time-ordered, so their entries go to one end of it
+    // (device_id first put each submit on that device's page: ~one page per command of a batch).
+    this.db.exec(`CREATE UNIQUE INDEX IF NOT EXISTS commands_request_rid ON commands(request_id, device_id, CASE WHEN ${MOMENT_SQL} THEN command_id ELSE '' END)`);
     this.db.exec('DROP INDEX IF EXISTS commands_request_all');
     this.db.exec('DROP INDEX IF EXISTS commands_request_once');
+    // The same index keyed device_id first (one build of this version's work, never released).
+    this.db.exec('DROP INDEX IF EXISTS commands_request_key');
   }
 
   /**
@@ -789,7 +807,8 @@ export class Journal {
 
   /** Most recent terminal commands of an action on a device that were not refused, newest first. */
   lastTerminal(deviceId: string, action: string): CommandRecord[] {
-    return (this.sql().lastTerminal.all(deviceId, action) as Row[]).map(toRecord);
+    const st = MOTIONS.has(action) ? this.sql().lastMotion : this.sql().lastTerminal;
+    return (st.all(deviceId, action) as Row[]).map(toRecord);
   }
 
   /** Open commands, oldest first (from memory; the same rows as the database, the open batch included). */
