@@ -181,6 +181,56 @@ describe('timers run on the injected clock', () => {
     expect(lines).toEqual(['x 2 0.25']);
   });
 
+  describe('on the real clock a timer runs when it is due, not on the next whole ms (Espruino on ESP32 busy-waits waits shorter than a 10 ms tick)', () => {
+    const until = async (f: () => boolean) => {
+      for (let i = 0; i < 400 && !f(); i++) await new Promise((r) => setTimeout(r, 5));
+    };
+
+    it('setTimeout(f, 0) runs at the next turn, before a 1 ms Node timer armed just before it (Node would give it 1 ms)', async () => {
+      const order: string[] = [];
+      const rig = new SimRig({
+        // Inside a firmware timer: the host arms its 1 ms timer while 'arm' prints, then the firmware its 0 ms one.
+        firmwarePath: firmware(`setTimeout(function () { print('arm'); setTimeout(function () { print('zero'); }, 0); }, 5);`),
+        seed: 7,
+        console: (l) => {
+          order.push(l);
+          if (l === 'arm') setTimeout(() => order.push('node 1 ms'), 1);
+        },
+      });
+      rig.boot();
+      await until(() => order.length >= 3);
+      rig.shutdown();
+      expect(order).toEqual(['arm', 'zero', 'node 1 ms']);
+    });
+
+    it('a 2 ms timeout never runs early, and one cleared while its last stretch is waited never runs', async () => {
+      // Each timeout is armed by the one before, right after its print: the time between two prints is
+      // at least the 2 ms asked for (the firmware's getTime() counts whole ms here, so the host times them).
+      const at: number[] = [];
+      const lines: string[] = [];
+      const rig = new SimRig({
+        firmwarePath: firmware(`
+          var n = 0;
+          function again() { setTimeout(function () { print('tick'); if (++n < 20) again(); }, 2); }
+          again();
+          var c = setTimeout(function () { print('cleared one ran'); }, 1);
+          clearTimeout(c);`),
+        seed: 7,
+        console: (l) => {
+          lines.push(l);
+          at.push(performance.now());
+        },
+      });
+      rig.boot();
+      await until(() => lines.length >= 20);
+      await new Promise((r) => setTimeout(r, 10));
+      rig.shutdown();
+      expect(lines).toEqual(Array(20).fill('tick'));
+      const gaps = at.slice(1).map((t, i) => t - at[i]);
+      expect(Math.min(...gaps)).toBeGreaterThanOrEqual(2);
+    });
+  });
+
   it('setInterval repeats on schedule until clearInterval', () => {
     const { clock, lines } = run(`var n = 0; var id = setInterval(function () { n++; print(getTime()); if (n === 3) clearInterval(id); }, 100);`);
     clock.advance(1000);
