@@ -103,6 +103,8 @@ describe('wait_ms and progress on action tools', () => {
     expect(sc(r).terminal).toBe(false);
     expect(rememberedProgress()).toBeGreaterThan(0);
     await until(() => e.running.core.commands.status(sc(r).command_id)!.terminal, 20000, 'the move ends');
+    // status() sees the host's own batch; the change that ends the entry is told once that batch is on disk.
+    await e.running.core.journal.flushed();
     expect(rememberedProgress()).toBe(0);
   }, 30000);
 });
