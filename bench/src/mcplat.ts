@@ -1,0 +1,55 @@
+// Ad-hoc (not part of the bench): where an MCP relay_set wait_ms call's time goes, on a rig in another
+// process. node bench/dist/mcplat.js CH N
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { DEVICE_PATH } from '@proofrig/protocol';
+import { serve } from '../../host/src/serve.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ch = Number(process.argv[2] ?? 3);
+const n = Number(process.argv[3] ?? 200);
+const db = join(mkdtempSync(join(tmpdir(), 'proofrig-mcplat-')), 'journal.db');
+const running = await serve({ db, port: 0, logger: pino({ level: 'silent' }), heartbeatMs: 2000 });
+const rig = spawn(process.execPath, [join(ROOT, 'host', 'bin', 'proofrig.js'), 'rigs', '--board', join(ROOT, 'boards', 'relay-rig-4ch.json'), '--count', '1', '--id-prefix', 'lat', '--host', `ws://127.0.0.1:${running.http.port}${DEVICE_PATH}`, '--db', db, '--seed', '1'], { stdio: ['ignore', 'ignore', 'inherit'] });
+while (!running.core.devices.session('lat-1')) await new Promise((r) => setTimeout(r, 20));
+let tReq = 0, tSubmit = 0, tSubmitted = 0, tTerminal = 0, tFinish = 0;
+running.http.server.prependListener('request', (_req, res) => {
+  tReq = performance.now();
+  res.once('finish', () => (tFinish = performance.now()));
+});
+const core = running.core as unknown as { submit(...a: unknown[]): Promise<unknown>; waitTerminal(...a: unknown[]): Promise<unknown> };
+const submit = core.submit.bind(core);
+core.submit = async (...a) => {
+  tSubmit = performance.now();
+  const r = await submit(...a);
+  tSubmitted = performance.now();
+  return r;
+};
+const wt = core.waitTerminal.bind(core);
+core.waitTerminal = async (...a) => {
+  const r = await wt(...a);
+  tTerminal = performance.now();
+  return r;
+};
+const c = new Client({ name: 'lat', version: '1' });
+await c.connect(new StreamableHTTPClientTransport(new URL(running.url + '/mcp'), { requestInit: { headers: running.tokens?.agent ? { Authorization: `Bearer ${running.tokens.agent}` } : {} } }));
+const rows: number[][] = [];
+for (let i = 0; i < n; i++) {
+  const t0 = performance.now();
+  const r = (await c.callTool({ name: 'relay_set', arguments: { device_id: 'lat-1', channel: ch, on: i % 2 === 0, wait_ms: 5000 } })) as unknown as { structuredContent: { terminal: boolean } };
+  const t1 = performance.now();
+  if (!r.structuredContent.terminal) throw new Error('not terminal');
+  if (i >= 10) rows.push([tReq - t0, tSubmit - tReq, tSubmitted - tSubmit, tTerminal - tSubmitted, tFinish - tTerminal, t1 - tFinish, t1 - t0]);
+}
+const med = (k: number) => { const xs = rows.map((r) => r[k]).sort((a, b) => a - b); return xs[Math.floor(xs.length / 2)].toFixed(3); };
+console.log(`ch ${ch} MCP p50 ms: client→request in ${med(0)}, request→submit ${med(1)}, submit ${med(2)}, submitted→terminal ${med(3)}, terminal→response finished ${med(4)}, finished→client has it ${med(5)}, total ${med(6)}`);
+rig.kill('SIGKILL');
+await c.close();
+await running.close();
+process.exit(0);
