@@ -17,7 +17,7 @@ export interface WelcomeFrame { t: 'ok'; hb: number; mac: string }
 export interface CommandFrame { t: 'cmd'; rid: string; a: ActionName; p: Record<string, unknown> }
 /**
  * The host has journaled the result of `rid`: drop it from the outbox. It may wait up to the host's
- * RACK_RIDE_MS (5 ms) to share a socket write with the next frame to the device; it always comes
+ * RACK_RIDE_MS (20 ms) to share a socket write with the next frame to the device; it always comes
  * before that frame.
  */
 export interface ResultAckFrame { t: 'rack'; rid: string }

@@ -32,10 +32,11 @@ export interface HostOptions {
 }
 
 /**
- * A `rack` waits at most this long for the next frame to its device. Short next to anything that
- * waits on it (the device frees an outbox slot; its own Nagle may hold a frame until our TCP ACK).
+ * A `rack` waits at most this long for the next frame to its device: long enough for a busy device's
+ * next command (~10 ms apart at 100 devices) to take it along, and under the ~40 ms delayed ACK a
+ * silent host would leave the device's Nagle waiting for (the device only frees an outbox slot).
  */
-export const RACK_RIDE_MS = 5;
+export const RACK_RIDE_MS = 20;
 
 /** How long a device that just dropped counts as reconnecting (booting) rather than offline. */
 export const RECONNECT_WINDOW_MS = 5000;
