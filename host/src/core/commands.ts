@@ -652,9 +652,6 @@ export class Commands extends EventEmitter {
 
   /** Tell listeners (waiters, MCP resources, logging) of a change once it is on disk. */
   private changed(c: CommandRecord): void {
-    // Nobody listening now: nobody to tell. Whoever subscribes later reads the status first, and that
-    // already holds this change (it reads the host's own batch).
-    if (this.listenerCount('change') === 0 && this.listenerCount('change:' + c.command_id) === 0) return;
     const v = this.view(c);
     this.journal.afterCommit(() => {
       this.emit('change:' + c.command_id, v);
