@@ -1,11 +1,14 @@
 // MCP clients for the bench, in their own process: each drives one device closed-loop through MCP over
 // HTTP for a fixed time and reports the count: relay_set, then get_action_status until terminal, or
 // (`wait`) relay_set with wait_ms, which answers with the outcome in the same call.
-// argv[2]: JSON { url, token?, devices: string[], ms, channel, wait? }
+// With `lat: N` it instead makes N calls one after another on devices[0] (relay_set with wait_ms, then
+// get_action_status while not terminal) and reports each call's time: the bench's MCP latency, from a
+// client in its own process as an agent's is, so the client's work does not share the host's thread.
+// argv[2]: JSON { url, token?, devices: string[], ms, channel, wait?, lat? }
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const o = JSON.parse(process.argv[2]) as { url: string; token?: string; devices: string[]; ms: number; channel: number; wait?: boolean };
+const o = JSON.parse(process.argv[2]) as { url: string; token?: string; devices: string[]; ms: number; channel: number; wait?: boolean; lat?: number };
 
 async function client(): Promise<Client> {
   const c = new Client({ name: 'bench', version: '1' });
@@ -31,6 +34,23 @@ async function loop(c: Client, dev: string, end: number, n: { done: number; bad:
   }
 }
 
+if (o.lat !== undefined) {
+  const c = await client();
+  process.send!({ ready: true });
+  process.once('message', async () => {
+    const times: number[] = [];
+    for (let i = 0; i < o.lat!; i++) {
+      const t = performance.now();
+      const r = (await c.callTool({ name: 'relay_set', arguments: { device_id: o.devices[0], channel: o.channel, on: i % 2 === 0, wait_ms: 5000 } })) as { structuredContent?: Record<string, unknown> };
+      let s = r.structuredContent!;
+      while (!s.terminal) s = ((await c.callTool({ name: 'get_action_status', arguments: { command_id: s.command_id, wait_ms: 5000 } })) as { structuredContent?: Record<string, unknown> }).structuredContent!;
+      times.push(performance.now() - t);
+    }
+    process.send!({ times });
+    await c.close();
+    process.exit(0);
+  });
+} else {
 // Connect in small batches (a burst of 100 handshakes at once overflows a loaded host's accept queue), retrying a reset.
 const clients: Client[] = [];
 for (let i = 0; i < o.devices.length; i += 10) {
@@ -57,3 +77,4 @@ process.once('message', async () => {
   await Promise.all(clients.map((c) => c.close()));
   process.exit(0);
 });
+}

@@ -37,6 +37,16 @@ core.waitTerminal = async (...a) => {
   tTerminal = performance.now();
   return r;
 };
+const j = running.core.journal as unknown as { syncAsync(fd: number, d: (e: Error | null) => void): void };
+const syncs: [number, number][] = [];
+const sa = j.syncAsync.bind(j);
+j.syncAsync = (fd, d) => {
+  const t = performance.now();
+  sa(fd, (e) => {
+    syncs.push([t, performance.now()]);
+    d(e);
+  });
+};
 const c = new Client({ name: 'lat', version: '1' });
 await c.connect(new StreamableHTTPClientTransport(new URL(running.url + '/mcp'), { requestInit: { headers: running.tokens?.agent ? { Authorization: `Bearer ${running.tokens.agent}` } : {} } }));
 const rows: number[][] = [];
@@ -45,8 +55,13 @@ for (let i = 0; i < n; i++) {
   const r = (await c.callTool({ name: 'relay_set', arguments: { device_id: 'lat-1', channel: ch, on: i % 2 === 0, wait_ms: 5000 } })) as unknown as { structuredContent: { terminal: boolean } };
   const t1 = performance.now();
   if (!r.structuredContent.terminal) throw new Error('not terminal');
-  if (i >= 10) rows.push([tReq - t0, tSubmit - tReq, tSubmitted - tSubmit, tTerminal - tSubmitted, tFinish - tTerminal, t1 - tFinish, t1 - t0]);
+  const inSubmit = syncs.filter(([a]) => a >= tSubmit && a <= tSubmitted);
+  syncs.length = 0;
+  if (i >= 10) rows.push([inSubmit.length, inSubmit.length ? inSubmit[0][0] - tSubmit : 0, inSubmit.length ? tSubmitted - inSubmit[inSubmit.length - 1][1] : 0, tReq - t0, tSubmit - tReq, tSubmitted - tSubmit, tTerminal - tSubmitted, tFinish - tTerminal, t1 - tFinish, t1 - t0]);
 }
+const med0 = (k: number) => { const xs = rows.map((r) => r[k]).sort((a, b) => a - b); return xs[Math.floor(xs.length / 2)].toFixed(3); };
+console.log(`submit: fsyncs ${med0(0)}, submit→first fsync start ${med0(1)}, last fsync end→resolved ${med0(2)}`);
+for (const r of rows) r.splice(0, 3);
 const med = (k: number) => { const xs = rows.map((r) => r[k]).sort((a, b) => a - b); return xs[Math.floor(xs.length / 2)].toFixed(3); };
 console.log(`ch ${ch} MCP p50 ms: client→request in ${med(0)}, request→submit ${med(1)}, submit ${med(2)}, submitted→terminal ${med(3)}, terminal→response finished ${med(4)}, finished→client has it ${med(5)}, total ${med(6)}`);
 rig.kill('SIGKILL');

@@ -118,13 +118,6 @@ async function mcpClient(url: string, token?: string): Promise<Client> {
   await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
   return c;
 }
-type Status = Record<string, unknown> & { command_id: string; terminal: boolean; state: string };
-async function mcpAct(c: Client, tool: string, args: Record<string, unknown>): Promise<Status> {
-  let s = ((await c.callTool({ name: tool, arguments: args })) as unknown as { structuredContent: Status }).structuredContent;
-  while (!s.terminal) s = ((await c.callTool({ name: 'get_action_status', arguments: { command_id: s.command_id, wait_ms: 5000 } })) as unknown as { structuredContent: Status }).structuredContent;
-  return s;
-}
-
 /** Raw WebSocket round trips on loopback (one socket, one message each way), ms. */
 async function wsRtt(n: number): Promise<number[]> {
   const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
@@ -155,7 +148,6 @@ async function latency(rttP50: number, rttP99: number): Promise<void> {
   const rig = rigsProcess(['--board', RELAY_BOARD, '--count', '1', '--id-prefix', 'lat', '--host', h.ws, '--db', h.db, '--seed', '1']);
   await until(() => h.running.core.devices.session('lat-1') !== undefined, 20000, 'rig online');
   const board = JSON.parse(readFileSync(RELAY_BOARD, 'utf8')) as BoardDef;
-  const mcp = await mcpClient(h.mcp, h.running.tokens?.agent);
   // Where a core-API command's time goes: from the host's write of the cmd frame to its read of the
   // res frame the command is at the device (simulated: the sim's link and the firmware in its vm, plus
   // the physical time); the rest is the host's (journal commits and fdatasyncs, frame handling).
@@ -188,13 +180,9 @@ async function latency(rttP50: number, rttP99: number): Promise<void> {
       core.push(performance.now() - t);
       atDevice.push(tRes - tCmd);
     }
-    for (let i = 0; i < N_LAT; i++) {
-      const t = performance.now();
-      // One tool call, as an agent would make it: wait_ms returns the verified outcome in the answer.
-      const s = await mcpAct(mcp, 'relay_set', { device_id: 'lat-1', channel: ch, on: i % 2 === 0, wait_ms: 5000 });
-      if (!s.terminal) throw new Error('bench: not terminal');
-      viaMcp.push(performance.now() - t);
-    }
+    // One tool call each, as an agent would make it (wait_ms returns the verified outcome in the answer),
+    // from a client in its own process, as an agent's is.
+    viaMcp.push(...(await mcpLatency(h.mcp, h.running.tokens?.agent, 'lat-1', ch, N_LAT)));
     for (const [path, xs] of [['core API', core], ['MCP relay_set wait_ms', viaMcp]] as const) {
       const f50 = physical + rttP50;
       const f99 = physical + rttP99;
@@ -214,7 +202,6 @@ async function latency(rttP50: number, rttP99: number): Promise<void> {
       row({ group: 'latency', what: `ch 3 core API, of which the host's (submit → cmd written, res read → waiter told), p50`, value: host50, unit: 'ms', baseline: '1 RTT + 1 ms (the overhead the target allows)', base: rttP50 + 1 });
     }
   }
-  await mcp.close();
   await stop(rig);
   await h.running.close();
 }
@@ -291,6 +278,21 @@ async function capacityMcp(n: number, wait: boolean): Promise<number> {
   await stop(g.child);
   await h.running.close();
   return result.done / (result.ms / 1000);
+}
+
+/** Times (ms) of n MCP relay_set wait_ms calls one after another, from an MCP client in its own process (mcp-load.ts). */
+async function mcpLatency(url: string, token: string | undefined, device: string, channel: number, n: number): Promise<number[]> {
+  const m = fork(join(DIST, 'mcp-load.js'), [JSON.stringify({ url, token, devices: [device], ms: 0, channel, lat: n })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  children.push(m);
+  const times = await new Promise<number[]>((resolve, reject) => {
+    m.on('message', (x: { ready?: boolean; times?: number[] }) => {
+      if (x.ready) m.send('go');
+      else resolve(x.times!);
+    });
+    m.once('exit', (code) => reject(new Error(`bench: mcp-load (latency) exited ${code}`)));
+  });
+  await stop(m);
+  return times;
 }
 
 /** RSS of a `proofrig serve` process (its own, nothing of the bench's) per connected idle device. */
