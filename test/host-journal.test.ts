@@ -515,6 +515,16 @@ describe('a journal written by an earlier version', () => {
     return old;
   }
 
+  /** The index names like `like` in the migrated file `old` (closed for the read, then opened again as `j`). */
+  function indexesAfterReopen(old: string, like: string): string[] {
+    j.close();
+    const after = new Database(old, { readonly: true });
+    const names = (after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE ?").all(like) as { name: string }[]).map((r) => r.name);
+    after.close();
+    j = new Journal(old);
+    return names;
+  }
+
   it('whose (device_id, request_id) index was unique outright: a retry after DEVICE_OFFLINE can run', () => {
     reopenedAfter('old-index.db', 'DROP INDEX commands_request_rid; CREATE UNIQUE INDEX commands_request ON commands(device_id, request_id)');
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'DEVICE_OFFLINE', terminal_at: 1000 }));
@@ -540,12 +550,7 @@ describe('a journal written by an earlier version', () => {
       'DROP INDEX commands_request_rid; CREATE INDEX commands_request_all ON commands(device_id, request_id); ' +
         "CREATE UNIQUE INDEX commands_request_once ON commands(device_id, request_id) WHERE NOT (state = 'rejected' AND sent_at IS NULL AND error_code IN ('DEVICE_OFFLINE', 'BUSY', 'STATE_READ_REQUIRED'))",
     );
-    j.close();
-    const after = new Database(old, { readonly: true });
-    const names = (after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'commands_request%'").all() as { name: string }[]).map((r) => r.name);
-    after.close();
-    expect(names).toEqual(['commands_request_rid']);
-    j = new Journal(old);
+    expect(indexesAfterReopen(old, 'commands_request%')).toEqual(['commands_request_rid']);
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'BUSY', terminal_at: 1000 }));
     j.insert(blank({ request_id: 'r', state: 'rejected', error_code: 'BUSY', terminal_at: 1001 }));
     const ran = blank({ request_id: 'r', state: 'completed', sent_at: 1100, terminal_at: 1200 });
@@ -556,12 +561,7 @@ describe('a journal written by an earlier version', () => {
 
   it('whose open commands were indexed by state (rewritten on every state change): that index is replaced by one on submitted_at', () => {
     const old = reopenedAfter('old-open-index.db', 'DROP INDEX commands_open_at; CREATE INDEX commands_open ON commands(state) WHERE terminal_at IS NULL');
-    j.close();
-    const after = new Database(old, { readonly: true });
-    const names = (after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'commands_open%'").all() as { name: string }[]).map((r) => r.name);
-    after.close();
-    expect(names).toEqual(['commands_open_at']);
-    j = new Journal(old);
+    expect(indexesAfterReopen(old, 'commands_open%')).toEqual(['commands_open_at']);
   });
 
   it('gets the newer columns added in place, and its rows read back with them empty', () => {
