@@ -110,7 +110,8 @@ describe('proofrig serve --stdio', () => {
       const s = await call('get_action_status', { command_id: id, wait_ms: 5000 });
       expect(s.structuredContent).toMatchObject({ state: 'completed', evidence: 'aux_contact' });
       expect(errors).toEqual([]);
-      expect(stderr).toMatch(/"phase":"terminal"/);
+      // The log line and the answer leave together after the commit, on two pipes: no order between them.
+      await until(() => /"phase":"terminal"/.test(stderr), 5000, 'the terminal log line on stderr');
       expect(stderr).toMatch(/proofrig is running/);
     } finally {
       await client.close();
