@@ -569,7 +569,8 @@ async function espruino(bin: string): Promise<{ loadMs: number; free: number; us
   const file = join(mkdtempSync(join(tmpdir(), 'proofrig-bench-')), 'fw.js');
   writeFileSync(file, code, 'latin1');
   return new Promise((resolve) => {
-    const k = spawn(bin, [file], { stdio: ['pipe', 'pipe', 'pipe'] });
+    // In the temp folder: the interpreter keeps its Storage as ./espruino.flash where it runs.
+    const k = spawn(bin, [file], { cwd: dirname(file), stdio: ['pipe', 'pipe', 'pipe'] });
     children.push(k);
     let out = '';
     const done = (r: Awaited<ReturnType<typeof espruino>>) => {
