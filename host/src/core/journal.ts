@@ -109,9 +109,13 @@ export interface CommandEvent {
 export const MOMENT_REFUSALS = ['DEVICE_OFFLINE', 'BUSY', 'STATE_READ_REQUIRED'] as const;
 const MOMENT_SQL = `(state = 'rejected' AND sent_at IS NULL AND error_code IN (${MOMENT_REFUSALS.map((c) => `'${c}'`).join(', ')}))`;
 const MOMENT = new Set<string>(MOMENT_REFUSALS);
-/** Ended motion commands: the rows commands_motion_end holds (the last motion of an axis decides whether it may move). */
-const MOTIONS = new Set(['stepper.move', 'stepper.home']);
-const MOTION_END_SQL = `terminal_at IS NOT NULL AND action IN ('stepper.move', 'stepper.home')`;
+/**
+ * Ended motion commands: the rows commands_motion_end holds (the last motion of an axis decides whether
+ * it may move). The index is built from this list: changing it needs a new index name.
+ */
+const MOTION_ACTIONS = ['stepper.move', 'stepper.home'];
+const MOTIONS = new Set(MOTION_ACTIONS);
+const MOTION_END_SQL = `terminal_at IS NOT NULL AND action IN (${MOTION_ACTIONS.map((a) => `'${a}'`).join(', ')})`;
 export function momentRefusal(c: CommandRecord): boolean {
   return c.state === 'rejected' && c.sent_at === null && MOMENT.has(c.error_code!);
 }
@@ -152,7 +156,7 @@ CREATE INDEX IF NOT EXISTS commands_open_at ON commands(submitted_at) WHERE term
 CREATE INDEX IF NOT EXISTS commands_submitted ON commands(submitted_at);
 -- Ended motions per device and action (relay commands never enter it). It replaces the device_id prefix
 -- of the former (device_id, request_id) index, which every submit of every device wrote.
-CREATE INDEX IF NOT EXISTS commands_motion_end ON commands(device_id, action, terminal_at) WHERE terminal_at IS NOT NULL AND action IN ('stepper.move', 'stepper.home');
+CREATE INDEX IF NOT EXISTS commands_motion_end ON commands(device_id, action, terminal_at) WHERE ${MOTION_END_SQL};
 -- The lifecycle history of commands journaled before it moved into commands.history (read, pruned, never written).
 CREATE TABLE IF NOT EXISTS command_events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
