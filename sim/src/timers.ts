@@ -29,10 +29,8 @@ interface Entry {
   args: unknown[];
   /** ms between calls for an interval, undefined for a timeout. */
   interval: number | undefined;
-  /** Clock time (ms) this entry is due. */
+  /** When this entry is due, in ms of now() (the clock's, or performance.now()'s sub-ms on the real clock). */
   due: number;
-  /** The same on performance.now()'s sub-ms scale (the real clock). */
-  dueHr: number;
   handle: TimerHandle | undefined;
   /** The turn-by-turn wait of the last SPIN_MS (the real clock). */
   imm: NodeJS.Immediate | undefined;
@@ -68,7 +66,7 @@ export class BootTimers {
     const id = this.nextId++;
     const interval = repeat ? Math.max(MIN_INTERVAL_MS, delay) : undefined;
     const wait = interval ?? delay;
-    const e: Entry = { id, fn, args, interval, due: this.clock.now() + wait, dueHr: performance.now() + wait, handle: undefined, imm: undefined };
+    const e: Entry = { id, fn, args, interval, due: this.now() + wait, handle: undefined, imm: undefined };
     this.live.set(id, e);
     this.arm(e);
     return id;
@@ -90,8 +88,7 @@ export class BootTimers {
     let p = Number(ms);
     if (!(p >= 0)) p = 0;
     if (e.interval !== undefined) e.interval = Math.max(MIN_INTERVAL_MS, p);
-    e.due = this.clock.now() + (e.interval ?? p);
-    e.dueHr = performance.now() + (e.interval ?? p);
+    e.due = this.now() + (e.interval ?? p);
     this.disarm(e);
     this.arm(e);
     return true;
@@ -100,6 +97,11 @@ export class BootTimers {
   clearAll(): void {
     for (const e of this.live.values()) this.disarm(e);
     this.live.clear();
+  }
+
+  /** The time timers are due in: the clock's ms, or on the real clock performance.now()'s sub-ms ones. */
+  private now(): number {
+    return this.precise ? performance.now() : this.clock.now();
   }
 
   private disarm(e: Entry): void {
@@ -112,10 +114,10 @@ export class BootTimers {
   /** Schedule e's next call; `later` (from a timer of its own) lets a due entry fire now rather than next turn. */
   private arm(e: Entry, later = false): void {
     if (!this.precise) {
-      e.handle = this.clock.setTimeout(() => this.fire(e), Math.max(0, e.due - this.clock.now()));
+      e.handle = this.clock.setTimeout(() => this.fire(e), Math.max(0, e.due - this.now()));
       return;
     }
-    const left = e.dueHr - performance.now();
+    const left = e.due - this.now();
     if (left > SPIN_MS) {
       e.handle = this.clock.setTimeout(() => {
         e.handle = undefined;
@@ -133,7 +135,6 @@ export class BootTimers {
     if (!this.host.live || this.live.get(e.id) !== e) return;
     if (e.interval !== undefined) {
       e.due += e.interval;
-      e.dueHr += e.interval;
       this.arm(e);
     } else {
       this.live.delete(e.id);
