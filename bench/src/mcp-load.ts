@@ -17,17 +17,23 @@ async function client(): Promise<Client> {
   return c;
 }
 
+/** One relay_set (with wait_ms when `wait`), then get_action_status until terminal: the command's final status. */
+async function relaySet(c: Client, dev: string, on: boolean, wait: boolean): Promise<Record<string, unknown>> {
+  const r = (await c.callTool({ name: 'relay_set', arguments: { device_id: dev, channel: o.channel, on, ...(wait ? { wait_ms: 5000 } : {}) } })) as {
+    structuredContent?: Record<string, unknown>;
+  };
+  let s = r.structuredContent!;
+  while (!s.terminal) {
+    const q = (await c.callTool({ name: 'get_action_status', arguments: { command_id: s.command_id, wait_ms: 5000 } })) as { structuredContent?: Record<string, unknown> };
+    s = q.structuredContent!;
+  }
+  return s;
+}
+
 async function loop(c: Client, dev: string, end: number, n: { done: number; bad: number }): Promise<void> {
   let on = true;
   while (Date.now() < end) {
-    const r = (await c.callTool({ name: 'relay_set', arguments: { device_id: dev, channel: o.channel, on, ...(o.wait ? { wait_ms: 5000 } : {}) } })) as {
-      structuredContent?: Record<string, unknown>;
-    };
-    let s = r.structuredContent!;
-    while (!s.terminal) {
-      const q = (await c.callTool({ name: 'get_action_status', arguments: { command_id: s.command_id, wait_ms: 5000 } })) as { structuredContent?: Record<string, unknown> };
-      s = q.structuredContent!;
-    }
+    const s = await relaySet(c, dev, on, !!o.wait);
     if (s.state === 'completed') n.done++;
     else n.bad++;
     on = !on;
@@ -41,9 +47,7 @@ if (o.lat !== undefined) {
     const times: number[] = [];
     for (let i = 0; i < o.lat!; i++) {
       const t = performance.now();
-      const r = (await c.callTool({ name: 'relay_set', arguments: { device_id: o.devices[0], channel: o.channel, on: i % 2 === 0, wait_ms: 5000 } })) as { structuredContent?: Record<string, unknown> };
-      let s = r.structuredContent!;
-      while (!s.terminal) s = ((await c.callTool({ name: 'get_action_status', arguments: { command_id: s.command_id, wait_ms: 5000 } })) as { structuredContent?: Record<string, unknown> }).structuredContent!;
+      await relaySet(c, o.devices[0], i % 2 === 0, true);
       times.push(performance.now() - t);
     }
     process.send!({ times });

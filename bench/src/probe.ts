@@ -53,8 +53,9 @@ if (process.argv[4] === 'mcp') {
   await running.close();
   process.exit(0);
 }
+// COUNT=1: how many socket writes were single frames and how many were batches (riders), printed after the run.
 const cnt = { send: 0, batch: 0, batched: 0 };
-for (const ss of (running.core as unknown as { sessions: Set<{ link: { send(t: string): void; sendBatch?(t: string[]): void } }> }).sessions) {
+if (process.env.COUNT) for (const ss of (running.core as unknown as { sessions: Set<{ link: { send(t: string): void; sendBatch?(t: string[]): void } }> }).sessions) {
   const l = ss.link;
   const s0 = l.send.bind(l);
   l.send = (t) => { cnt.send++; s0(t); };

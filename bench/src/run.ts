@@ -262,37 +262,31 @@ async function capacityMcp(n: number, wait: boolean): Promise<number> {
   for (const d of devices) h.running.core.provision(d.id, d.secret, board);
   const g = loadgen({ url: h.ws, mode: 'proofrig', devices });
   await until(() => devices.every((d) => h.running.core.devices.session(d.id) !== undefined), 60000 + 200 * n, `${n} load devices online`);
-  const m = fork(join(DIST, 'mcp-load.js'), [JSON.stringify({ url: h.mcp, token: h.running.tokens?.agent, devices: devices.map((d) => d.id), ms: CAP_MS, channel: 3, wait })], {
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  children.push(m);
-  const result = await new Promise<{ done: number; bad: number; ms: number }>((resolve, reject) => {
-    m.on('message', (x: { ready?: boolean; done?: number; bad?: number; ms?: number }) => {
-      if (x.ready) m.send('go');
-      else resolve(x as { done: number; bad: number; ms: number });
-    });
-    m.once('exit', (code) => reject(new Error(`bench: mcp-load exited ${code}`)));
-  });
+  const result = await mcpLoad<{ done: number; bad: number; ms: number }>({ url: h.mcp, token: h.running.tokens?.agent, devices: devices.map((d) => d.id), ms: CAP_MS, channel: 3, wait });
   if (result.bad) notes.push(`MCP capacity: ${result.bad} commands did not complete`);
-  await stop(m);
   await stop(g.child);
   await h.running.close();
   return result.done / (result.ms / 1000);
 }
 
-/** Times (ms) of n MCP relay_set wait_ms calls one after another, from an MCP client in its own process (mcp-load.ts). */
-async function mcpLatency(url: string, token: string | undefined, device: string, channel: number, n: number): Promise<number[]> {
-  const m = fork(join(DIST, 'mcp-load.js'), [JSON.stringify({ url, token, devices: [device], ms: 0, channel, lat: n })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+/** Run mcp-load.ts with these options in its own process: start it once its clients are connected, return its report. */
+async function mcpLoad<T>(opts: Record<string, unknown>): Promise<T> {
+  const m = fork(join(DIST, 'mcp-load.js'), [JSON.stringify(opts)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   children.push(m);
-  const times = await new Promise<number[]>((resolve, reject) => {
-    m.on('message', (x: { ready?: boolean; times?: number[] }) => {
+  const report = await new Promise<T>((resolve, reject) => {
+    m.on('message', (x: { ready?: boolean }) => {
       if (x.ready) m.send('go');
-      else resolve(x.times!);
+      else resolve(x as T);
     });
-    m.once('exit', (code) => reject(new Error(`bench: mcp-load (latency) exited ${code}`)));
+    m.once('exit', (code) => reject(new Error(`bench: mcp-load exited ${code}`)));
   });
   await stop(m);
-  return times;
+  return report;
+}
+
+/** Times (ms) of n MCP relay_set wait_ms calls one after another, from an MCP client in its own process. */
+async function mcpLatency(url: string, token: string | undefined, device: string, channel: number, n: number): Promise<number[]> {
+  return (await mcpLoad<{ times: number[] }>({ url, token, devices: [device], ms: 0, channel, lat: n })).times;
 }
 
 /** RSS of a `proofrig serve` process (its own, nothing of the bench's) per connected idle device. */
