@@ -1,21 +1,10 @@
 // Ad-hoc (not part of the bench): where the time of one verified relay command goes, on a rig in another process: the host's
 // steps, its journal commits and WAL fdatasyncs, and the device's share (cmd out → ack/res in). node bench/dist/latprobe.js CH N
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import pino from 'pino';
-import { DEVICE_PATH } from '@proofrig/protocol';
-import { serve } from '../../host/src/serve.js';
+import { hostWithRig } from './one-rig.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ch = Number(process.argv[2] ?? 3);
 const n = Number(process.argv[3] ?? 200);
-const db = join(mkdtempSync(join(tmpdir(), 'proofrig-lat-')), 'journal.db');
-const running = await serve({ db, port: 0, logger: pino({ level: 'silent' }), heartbeatMs: 2000 });
-const rig = spawn(process.execPath, [...(process.env.RIG_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.RIG_PROF] : []), join(ROOT, 'host', 'bin', 'proofrig.js'), 'rigs', '--board', join(ROOT, 'boards', 'relay-rig-4ch.json'), '--count', '1', '--id-prefix', 'lat', '--host', `ws://127.0.0.1:${running.http.port}${DEVICE_PATH}`, '--db', db, '--seed', '1'], { stdio: ['ignore', 'ignore', 'inherit'] });
-while (!running.core.devices.session('lat-1')) await new Promise((r) => setTimeout(r, 20));
+const { running, close } = await hostWithRig();
 const j = running.core.journal as unknown as { syncAsync(fd: number, d: (e: Error | null) => void): void; settle(): void };
 const syncs: number[] = [];
 let syncStarts: number[] = [];
@@ -63,7 +52,5 @@ console.log(`ch ${ch} p50 ms: submit→cmd sent ${med(0)}, submit resolved ${med
 console.log('runs', runs.slice(-30).map((x) => x.toFixed(3)).join(' '));
 console.log('commit', md(commits), 'flush', md(flushes));
 console.log('fsync', md(syncs), 'settle', md(settles));
-rig.kill(process.env.RIG_PROF ? 'SIGTERM' : 'SIGKILL');
-if (process.env.RIG_PROF) await new Promise((r) => rig.once('exit', r));
-await running.close();
+await close();
 process.exit(0);

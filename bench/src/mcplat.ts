@@ -1,23 +1,12 @@
 // Ad-hoc (not part of the bench): where an MCP relay_set wait_ms call's time goes, on a rig in another
 // process. node bench/dist/mcplat.js CH N
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import pino from 'pino';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { DEVICE_PATH } from '@proofrig/protocol';
-import { serve } from '../../host/src/serve.js';
+import { hostWithRig } from './one-rig.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ch = Number(process.argv[2] ?? 3);
 const n = Number(process.argv[3] ?? 200);
-const db = join(mkdtempSync(join(tmpdir(), 'proofrig-mcplat-')), 'journal.db');
-const running = await serve({ db, port: 0, logger: pino({ level: 'silent' }), heartbeatMs: 2000 });
-const rig = spawn(process.execPath, [join(ROOT, 'host', 'bin', 'proofrig.js'), 'rigs', '--board', join(ROOT, 'boards', 'relay-rig-4ch.json'), '--count', '1', '--id-prefix', 'lat', '--host', `ws://127.0.0.1:${running.http.port}${DEVICE_PATH}`, '--db', db, '--seed', '1'], { stdio: ['ignore', 'ignore', 'inherit'] });
-while (!running.core.devices.session('lat-1')) await new Promise((r) => setTimeout(r, 20));
+const { running, close } = await hostWithRig();
 let tReq = 0, tSubmit = 0, tSubmitted = 0, tTerminal = 0, tFinish = 0;
 running.http.server.prependListener('request', (_req, res) => {
   tReq = performance.now();
@@ -64,7 +53,6 @@ console.log(`submit: fsyncs ${med0(0)}, submit→first fsync start ${med0(1)}, l
 for (const r of rows) r.splice(0, 3);
 const med = (k: number) => { const xs = rows.map((r) => r[k]).sort((a, b) => a - b); return xs[Math.floor(xs.length / 2)].toFixed(3); };
 console.log(`ch ${ch} MCP p50 ms: client→request in ${med(0)}, request→submit ${med(1)}, submit ${med(2)}, submitted→terminal ${med(3)}, terminal→response finished ${med(4)}, finished→client has it ${med(5)}, total ${med(6)}`);
-rig.kill('SIGKILL');
 await c.close();
-await running.close();
+await close();
 process.exit(0);
