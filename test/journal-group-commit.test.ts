@@ -232,6 +232,37 @@ describe('the journal batches writes and tells only after the commit', () => {
     expect(j.events('cmd_1').map((e) => e.state)).toEqual(['submitted', 'accepted', 'completed']);
   });
 
+  it('a command that ended in a batch that failed to commit reads as it is on disk, not as it ended', async () => {
+    j = new TestJournal(path, immediate);
+    reader = new Database(path, { readonly: true });
+    const c = command(1);
+    j.insert(c);
+    await j.flushed();
+    j.failNext = true;
+    j.update({ ...c, state: 'completed', accepted: true, executed: true, terminal_at: 3, updated_at: 3 }, true);
+    // Refused at once (a host refusal is recorded terminal from the start): in the failed batch only.
+    j.insert({ ...command(2), state: 'rejected', error_code: 'BUSY', terminal_at: 3, updated_at: 3 });
+    await j.flushed().catch(() => {});
+    expect(onDisk(reader, 'req_1')).toBe('submitted');
+    expect(j.get('cmd_1')).toMatchObject({ state: 'submitted', terminal_at: null });
+    expect(onDisk(reader, 'req_2')).toBeUndefined();
+    expect(j.get('cmd_2')).toBeUndefined();
+  });
+
+  it('a command read right after it ended is a copy: changing it changes nothing the journal holds', async () => {
+    j = new TestJournal(path, immediate);
+    const c = command(1);
+    j.insert({ ...c, state: 'completed', terminal_at: 2, updated_at: 2 });
+    await j.flushed();
+    const got = j.get('cmd_1')!;
+    got.state = 'failed';
+    got.detail = 'changed by a caller';
+    expect(j.get('cmd_1')).toMatchObject({ state: 'completed', detail: null });
+    j.close();
+    j = new TestJournal(path, immediate);
+    expect(j.get('cmd_1')).toMatchObject({ state: 'completed', detail: null });
+  });
+
   it('a commit that fails with its transaction already gone (SQLite rolled it back itself) is handled the same; no onRollback is needed', async () => {
     j = new TestJournal(path, immediate);
     reader = new Database(path, { readonly: true });

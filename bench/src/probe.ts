@@ -1,5 +1,5 @@
 // Ad-hoc: core-API capacity at N load-generator devices, with journal commit counts (for profiling).
-// node bench/dist/probe.js N MS [mcp [wait]]
+// node bench/dist/probe.js N MS [mcp [wait]]   (RAW=1: protocol-level MCP clients instead of the SDK's)
 import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,19 +35,19 @@ await new Promise((r) => setTimeout(r, 300));
 commits = 0;
 commitMs = 0;
 if (process.argv[4] === 'mcp') {
-  const m = fork(join(ROOT, 'bench', 'dist', 'mcp-load.js'), [JSON.stringify({ url: running.url + '/mcp', token: running.tokens?.agent, devices: devices.map((d) => d.id), ms, channel: 3, wait: process.argv[5] === 'wait' })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const m = fork(join(ROOT, 'bench', 'dist', 'mcp-load.js'), [JSON.stringify({ url: running.url + '/mcp', token: running.tokens?.agent, devices: devices.map((d) => d.id), ms, channel: 3, wait: process.argv[5] === 'wait', raw: !!process.env.RAW })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const cpu0 = process.cpuUsage();
-  const r = await new Promise<{ done: number; ms: number }>((resolve) => {
+  const r = await new Promise<{ done: number; bad: number; ms: number }>((resolve) => {
     m.on('message', (x: { ready?: boolean; done?: number; ms?: number }) => {
       if (x.ready) {
         commits = 0;
         commitMs = 0;
         m.send('go');
-      } else resolve(x as { done: number; ms: number });
+      } else resolve(x as { done: number; bad: number; ms: number });
     });
   });
   const cpu = process.cpuUsage(cpu0);
-  console.log(JSON.stringify({ n, mcpRate: Math.round(r.done / (r.ms / 1000)), done: r.done, commits, commitMs: +(commitMs / commits).toFixed(2), cpuUsPerCmd: Math.round((cpu.user + cpu.system) / r.done), sysUsPerCmd: Math.round(cpu.system / r.done) }));
+  console.log(JSON.stringify({ n, mcpRate: Math.round(r.done / (r.ms / 1000)), done: r.done, bad: r.bad, commits, commitMs: +(commitMs / commits).toFixed(2), cpuUsPerCmd: Math.round((cpu.user + cpu.system) / r.done), sysUsPerCmd: Math.round(cpu.system / r.done) }));
   m.kill('SIGKILL');
   g.kill('SIGKILL');
   await running.close();

@@ -251,6 +251,8 @@ const reqKey = (deviceId: string, requestId: string) => deviceId + '\u0000' + re
 const COLUMNS = Object.keys(toRow(blankCommand()));
 const FIELDS = COLUMNS.filter((k) => k !== 'command_id');
 const DONE = Promise.resolve();
+/** How many of the commands that ended last Journal.get serves from memory. */
+const ENDED_KEPT = 1024;
 
 /** One step of a command's history as it is stored: a JSON line appended to commands.history. */
 const histLine = (at: number, state: LifecycleState, note: string | null) => JSON.stringify([at, state, note]) + '\n';
@@ -294,6 +296,9 @@ export class Journal {
   private openRecs = new Map<string, CommandRecord>();
   private openByReq = new Map<string, string>();
   private written = new Map<string, Row>();
+  // The commands that ended last (as written, oldest first): whoever waited for one reads its status
+  // right after it ends (an MCP call with wait_ms, a poll), which needs no SELECT and JSON.parse then.
+  private ended = new Map<string, CommandRecord>();
   // Write-behind: inside a batch a command's writes are staged here and reach SQLite once, when the batch
   // flushes (before its COMMIT, or before a read that SQL must answer), so a command submitted, acked and
   // answered within one batch is one row write, and its ack and result in the next batch one UPDATE.
@@ -670,6 +675,7 @@ export class Journal {
     this.written.clear();
     this.staged.clear();
     this.stagedClosed.clear();
+    this.ended.clear();
     for (const r of this.stmts.open.all() as Row[]) {
       const c = toRecord(r);
       this.remember(c, toRow(c));
@@ -777,7 +783,12 @@ export class Journal {
           }
         }
         if (s.rec.terminal_at === null) this.written.set(id, s.row);
-        else this.written.delete(id);
+        else {
+          this.written.delete(id);
+          this.ended.delete(id);
+          this.ended.set(id, s.rec);
+          if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value!);
+        }
       }
       this.stagedClosed.clear();
     } catch (e) {
@@ -793,7 +804,7 @@ export class Journal {
   }
 
   get(commandId: string): CommandRecord | undefined {
-    const o = this.openRecs.get(commandId) ?? this.staged.get(commandId)?.rec;
+    const o = this.openRecs.get(commandId) ?? this.staged.get(commandId)?.rec ?? this.ended.get(commandId);
     if (o) return copy(o);
     const r = this.stmts.get.get(commandId) as Row | undefined;
     return r ? toRecord(r) : undefined;
@@ -937,6 +948,7 @@ export class Journal {
           this.stmts.tombstone.run(now, id);
           this.stmts.dropEvents.run(id);
           this.stmts.dropCommand.run(id);
+          this.ended.delete(id);
         }
       }));
     for (;;) {
