@@ -4,90 +4,21 @@
 // With `lat: N` it instead makes N calls one after another on devices[0] (relay_set with wait_ms, then
 // get_action_status while not terminal) and reports each call's time: the bench's MCP latency, from a
 // client in its own process as an agent's is, so the client's work does not share the host's thread.
-// With `raw`, the clients are protocol-level instead of the SDK's Client: each speaks MCP's Streamable
-// HTTP itself over one keep-alive socket (initialize, the session header, tools/call, the answer read
-// from its SSE stream or JSON body), so, as the device load generator does for devices, the figure is
-// the host's and not the client library's (the SDK's client costs about as much CPU per call as the host).
+// With `raw` the clients are protocol-level (raw-mcp.ts) instead of the SDK's Client, so, as the device
+// load generator does for devices, the figure is the host's (the SDK's client costs about as much CPU per call).
 // argv[2]: JSON { url, token?, devices: string[], ms, channel, wait?, lat?, raw? }
-import { Agent, request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { RawClient, type Caller } from './raw-mcp.js';
 
 const o = JSON.parse(process.argv[2]) as { url: string; token?: string; devices: string[]; ms: number; channel: number; wait?: boolean; lat?: number; raw?: boolean };
 
-/** What the loops need of a client: one tool call's structuredContent, and close. */
-interface Caller {
-  callTool(p: { name: string; arguments: Record<string, unknown> }): Promise<unknown>;
-  close(): Promise<void>;
-}
-
 async function client(): Promise<Caller> {
-  if (o.raw) return RawClient.connect();
+  if (o.raw) return RawClient.connect(o.url, o.token);
   const c = new Client({ name: 'bench', version: '1' });
   const headers: Record<string, string> = o.token ? { Authorization: `Bearer ${o.token}` } : {};
   await c.connect(new StreamableHTTPClientTransport(new URL(o.url), { requestInit: { headers } }));
   return c;
-}
-
-/** A protocol-level MCP client: JSON-RPC over POST on one keep-alive socket, nothing validated but what the loop reads. */
-class RawClient implements Caller {
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  private readonly url = new URL(o.url);
-  private session: string | undefined;
-  private id = 0;
-
-  static async connect(): Promise<RawClient> {
-    const c = new RawClient();
-    await c.rpc('initialize', { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'bench-raw', version: '1' } });
-    await c.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    return c;
-  }
-
-  async callTool(p: { name: string; arguments: Record<string, unknown> }): Promise<unknown> {
-    return this.rpc('tools/call', p);
-  }
-
-  async close(): Promise<void> {
-    this.agent.destroy();
-  }
-
-  private async rpc(method: string, params: unknown): Promise<unknown> {
-    const id = ++this.id;
-    const { status, body, type } = await this.post({ jsonrpc: '2.0', id, method, params });
-    // An SSE answer: the JSON-RPC messages are the data lines; the one with our id is the answer.
-    const msgs = type.startsWith('text/event-stream')
-      ? body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { id?: number; result?: unknown; error?: { message: string } })
-      : [JSON.parse(body) as { id?: number; result?: unknown; error?: { message: string } }];
-    const m = msgs.find((x) => x.id === id);
-    if (!m || m.error || status !== 200) throw new Error(`bench: ${method} answered ${status}: ${m?.error?.message ?? body.slice(0, 200)}`);
-    return m.result;
-  }
-
-  private post(msg: unknown): Promise<{ status: number; body: string; type: string }> {
-    const data = JSON.stringify(msg);
-    const headers: Record<string, string | number> = {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'content-length': Buffer.byteLength(data),
-      'mcp-protocol-version': LATEST_PROTOCOL_VERSION,
-    };
-    if (o.token) headers.authorization = `Bearer ${o.token}`;
-    if (this.session) headers['mcp-session-id'] = this.session;
-    return new Promise((resolve, reject) => {
-      const req = request({ host: this.url.hostname, port: this.url.port, path: this.url.pathname, method: 'POST', headers, agent: this.agent }, (res) => {
-        const sid = res.headers['mcp-session-id'];
-        if (typeof sid === 'string') this.session = sid;
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, type: String(res.headers['content-type'] ?? '') }));
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-      req.end(data);
-    });
-  }
 }
 
 /** One relay_set (with wait_ms when `wait`), then get_action_status until terminal: the command's final status. */

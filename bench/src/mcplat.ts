@@ -1,7 +1,8 @@
 // Ad-hoc (not part of the bench): where an MCP relay_set wait_ms call's time goes, on a rig in another
-// process. node bench/dist/mcplat.js CH N
+// process. node bench/dist/mcplat.js CH N   (RAW=1: a protocol-level client instead of the SDK's)
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { RawClient, type Caller } from './raw-mcp.js';
 import { hostWithRig } from './one-rig.js';
 
 const ch = Number(process.argv[2] ?? 3);
@@ -36,8 +37,13 @@ j.syncAsync = (fd, d) => {
     d(e);
   });
 };
-const c = new Client({ name: 'lat', version: '1' });
-await c.connect(new StreamableHTTPClientTransport(new URL(running.url + '/mcp'), { requestInit: { headers: running.tokens?.agent ? { Authorization: `Bearer ${running.tokens.agent}` } : {} } }));
+let c: Caller;
+if (process.env.RAW) c = await RawClient.connect(running.url + '/mcp', running.tokens?.agent);
+else {
+  const sdk = new Client({ name: 'lat', version: '1' });
+  await sdk.connect(new StreamableHTTPClientTransport(new URL(running.url + '/mcp'), { requestInit: { headers: running.tokens?.agent ? { Authorization: `Bearer ${running.tokens.agent}` } : {} } }));
+  c = sdk;
+}
 const rows: number[][] = [];
 for (let i = 0; i < n; i++) {
   const t0 = performance.now();

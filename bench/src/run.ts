@@ -656,8 +656,8 @@ async function capacityPart(): Promise<void> {
   row({ group: 'capacity', what: 'verified commands/s, MCP over HTTP, 100 devices: relay_set with wait_ms, the MCP SDK\'s client', value: sdk.rate, unit: '/s', baseline: 'raw ws req/resp over 100 sockets', base: rawMcp });
   // On a small machine the SDK's client shares the cores with the host: its CPU per call says how much.
   row({ group: 'capacity', what: 'host CPU per command, MCP over HTTP with the SDK\'s client, 100 devices', value: sdk.hostUs, unit: 'µs', baseline: 'the SDK clients\' CPU per command (own process)', base: sdk.clientUs });
-  const mcpPoll = await capacityMcp(100, false);
-  row({ group: 'capacity', what: 'verified commands/s, MCP over HTTP, 100 devices: relay_set, then get_action_status (two calls each)', value: mcpPoll.rate, unit: '/s', baseline: 'raw ws req/resp over 100 sockets', base: rawMcp });
+  const mcpPoll = await capacityMcp(100, false, true);
+  row({ group: 'capacity', what: 'verified commands/s, MCP over HTTP, 100 devices: relay_set, then get_action_status (two calls each), protocol-level clients', value: mcpPoll.rate, unit: '/s', baseline: 'raw ws req/resp over 100 sockets', base: rawMcp });
   const nIdle = quick ? 200 : 1000;
   const rss = await idleRss(nIdle);
   row({ group: 'capacity', what: `host RSS per connected idle device (${nIdle} devices, \`proofrig serve\` process)`, value: rss.perDevice / 1024, unit: 'KB', baseline: 'the same host with no device', base: rss.base / 1024,
