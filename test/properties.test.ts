@@ -7,6 +7,7 @@ import { motionAxis, speedFor } from './helpers/arbitraries';
 import { counterOf, withCounter, DEDUPE_RING_SIZE, LATE_TICK_MS, MIN_STEP_HZ, moveDurationS, parseToDevice, parseToHost, STEP_TICK_MS, stepHz, type MotionAxis } from '@proofrig/protocol';
 // The ring through its source: the bundle is one closed IIFE with no exports, and the source is
 // exactly what esbuild puts into it (the bundle tests cover the build step itself).
+import { isoTime } from '../host/src/core/iso';
 import { DONE, RUNNING, ringAck, ringAdd, ringDone, ringFind, ringPending, ringReset, ringState } from '../firmware/src/dedupe';
 
 const RUNS = { numRuns: 300, seed: 20261201 };
@@ -212,5 +213,17 @@ describe('motion profile (shared-protocol/src/motion.ts)', () => {
       }),
       RUNS,
     );
+  });
+});
+
+describe('status times (host/src/core/iso.ts)', () => {
+  it('isoTime(ms) is exactly new Date(ms).toISOString(), for any time, in any order', () => {
+    const ms = fc.oneof(
+      fc.integer({ min: 0, max: 253402300799999 }),
+      // Around second boundaries, where the shared prefix changes.
+      fc.integer({ min: 1_700_000_000, max: 1_800_000_000 }).chain((s) => fc.integer({ min: s * 1000 - 2, max: s * 1000 + 1 })),
+      fc.constantFrom(-1, -62198755200001, 253402300800000, 1.5, 1_700_000_000_000.7),
+    );
+    fc.assert(fc.property(fc.array(ms, { minLength: 1, maxLength: 8 }), (xs) => xs.every((m) => isoTime(m) === new Date(m).toISOString())), RUNS);
   });
 });

@@ -18,6 +18,7 @@ import { blankCommand, momentRefusal, type CommandRecord, type Journal } from '.
 import type { Session } from './session.js';
 import { newCommandId, newRequestId } from './ids.js';
 import { planAction } from './plan.js';
+import { isoTime } from './iso.js';
 import { ACTIONS, isActionName, type ActionName } from '@proofrig/protocol';
 
 export interface SubmitInput {
@@ -706,8 +707,8 @@ export class Commands extends EventEmitter {
       evidence: c.evidence,
       error_code: c.error_code,
       detail: c.detail,
-      submitted_at: new Date(c.submitted_at).toISOString(),
-      terminal_at: c.terminal_at === null ? null : new Date(c.terminal_at).toISOString(),
+      submitted_at: isoTime(c.submitted_at),
+      terminal_at: c.terminal_at === null ? null : isoTime(c.terminal_at),
       elapsed_ms: end - c.submitted_at,
       deadline_ms: c.deadline_at === null ? null : c.deadline_at - c.submitted_at,
       estimated_seconds: c.estimated_ms / 1000,
@@ -715,7 +716,7 @@ export class Commands extends EventEmitter {
       progress_pct: c.progress,
       position_mm: c.position,
       device_state: c.device_state,
-      device_state_observed_at: c.device_state_at === null ? null : new Date(c.device_state_at).toISOString(),
+      device_state_observed_at: c.device_state_at === null ? null : isoTime(c.device_state_at),
       device_state_age_ms: c.device_state_at === null ? null : now - c.device_state_at,
     };
   }

@@ -6,6 +6,7 @@ import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import type { Journal } from './journal.js';
 import type { Session } from './session.js';
 import { newRequestId } from './ids.js';
+import { isoTime } from './iso.js';
 
 /** Used until a round trip has been measured: a slow Wi-Fi link, not a LAN cable. */
 const DEFAULT_RTT_MS = 200;
@@ -190,15 +191,15 @@ export class Devices extends EventEmitter {
       board_name: rec.board.name,
       boot_id: s?.boot ?? rec.last_boot,
       firmware: s?.fw ?? null,
-      last_seen: seen == null ? null : new Date(seen).toISOString(),
+      last_seen: seen == null ? null : isoTime(seen),
       last_seen_age_ms: seen == null ? null : now - seen,
       rtt_max_ms: this.rttMax(dev),
       state: l?.state ?? null,
-      state_observed_at: l?.stateAt == null ? null : new Date(l.stateAt).toISOString(),
+      state_observed_at: l?.stateAt == null ? null : isoTime(l.stateAt),
       state_age_ms: l?.stateAt == null ? null : now - l.stateAt,
       refused_frames: s ? { by_host: s.refusedFrames, by_device: s.refusedByDevice } : null,
       interlock_events: this.journal.deviceEvents(dev, VIEW_EVENTS).map((e) => ({
-        at: new Date(e.at).toISOString(), boot_id: e.boot_id, kind: e.kind, ch: e.ch, msg: e.msg,
+        at: isoTime(e.at), boot_id: e.boot_id, kind: e.kind, ch: e.ch, msg: e.msg,
       })),
     };
   }

@@ -255,7 +255,9 @@ const DONE = Promise.resolve();
 const ENDED_KEPT = 1024;
 
 /** One step of a command's history as it is stored: a JSON line appended to commands.history. */
-const histLine = (at: number, state: LifecycleState, note: string | null) => JSON.stringify([at, state, note]) + '\n';
+// Written as JSON.stringify([at, state, note]) would, by hand (three lines a command at full load): a state
+// is one of the lifecycle names (no character to escape) and `at` a finite number.
+const histLine = (at: number, state: LifecycleState, note: string | null) => '[' + at + ',"' + state + '",' + (note === null ? 'null' : JSON.stringify(note)) + ']\n';
 function parseHistory(text: string | null): CommandEvent[] {
   if (!text) return [];
   return text
@@ -770,7 +772,11 @@ export class Journal {
     try {
       for (const [id, s] of this.staged) {
         this.staged.delete(id);
-        if (s.isNew) this.stmts.insert.run({ ...s.row, history: s.history });
+        if (s.isNew) {
+          // The row is this batch's own (made by toRow for it); `history` is not among the FIELDS compared later.
+          s.row.history = s.history;
+          this.stmts.insert.run(s.row);
+        }
         else {
           const base = this.written.get(id);
           // An open command we wrote ourselves: only the changed columns (an ack touches 3 of 23); else all of them.
