@@ -88,6 +88,7 @@ export class HostCore implements SessionHandler {
     });
     this.journal.onRollback = (e) => this.commands.rolledBack(e);
     this.journal.onBroken = (e) => this.log.fatal({ evt: 'journal_sync_failed', err: e.message }, 'journal fsync failed; it takes no more writes: restart the host');
+    this.journal.onCheckpointFail = (reason) => this.log.warn({ evt: 'journal_checkpoint_inline', reason }, 'journal checkpoints run inside commits again (the background checkpointer failed)');
     this.journal.onCallbackError = (e) => this.log.error({ evt: 'after_commit_failed', err: (e as Error)?.stack ?? String(e) }, 'a listener failed after a journal commit');
     this.commands.recover();
     this.events.setMaxListeners(0);

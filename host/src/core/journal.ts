@@ -4,6 +4,7 @@
 // its COMMIT returned and the WAL was fsynced after it.
 import { chmodSync, closeSync, existsSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import { Checkpointer } from './checkpointer.js';
 import { prepareStateDir, privateFile, stateDir } from '../state-dir.js';
 import type { BoardDef, DeviceState, ErrorCode, Evidence, LifecycleState } from '@proofrig/protocol';
 
@@ -346,12 +347,20 @@ export class Journal {
   onCallbackError: ((e: unknown) => void) | undefined;
   /** An fsync of the WAL failed: the journal takes no more writes. */
   onBroken: ((e: Error) => void) | undefined;
+  /** The background checkpointer failed; checkpoints run inside COMMITs again (SQLite's autocheckpoint). */
+  onCheckpointFail: ((reason: string) => void) | undefined;
+  /** Checkpoints the WAL off this thread (on-disk journals with `checkpoint: 'background'`). */
+  readonly checkpointer: Checkpointer | undefined;
+  /** Row writes that reached SQLite since the last COMMIT (the checkpointer's measure of WAL growth). */
+  private rowWrites = 0;
 
   /**
    * `path` is a file, or ':memory:' for tests that do not restart. `defer` schedules the batch commit
    * (the host passes setImmediate on the real clock); without it a group commits when it ends.
+   * `checkpoint`: where WAL checkpoints run, 'background' (a worker thread, see checkpointer.ts; the
+   * default for an on-disk journal with `defer`) or 'inline' (inside a COMMIT, SQLite's default).
    */
-  constructor(path: string, private readonly defer?: (fn: () => void) => void) {
+  constructor(path: string, private readonly defer?: (fn: () => void) => void, opts: { checkpoint?: 'inline' | 'background' } = {}) {
     const onDisk = path !== ':memory:' && path !== '';
     if (onDisk) {
       // Device secrets live here: the folder is 0700 and the files 0600 before anything is written.
@@ -367,6 +376,13 @@ export class Journal {
     // itself (see syncWal): together that is synchronous=FULL, with the wait off the event loop.
     this.db.pragma('synchronous = NORMAL');
     if (onDisk) this.walPath = path + '-wal';
+    if (onDisk && (opts.checkpoint ?? (defer ? 'background' : 'inline')) === 'background') {
+      this.db.pragma('wal_autocheckpoint = 0');
+      this.checkpointer = new Checkpointer(path, (reason) => {
+        if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
+        this.onCheckpointFail?.(reason);
+      });
+    }
     // Earlier journals made (device_id, request_id) unique outright (commands_request), then except
     // DEVICE_OFFLINE alone (commands_request_sent); both kept a retry after a refusal of the moment from running.
     this.db.exec('DROP INDEX IF EXISTS commands_request');
@@ -544,6 +560,7 @@ export class Journal {
       if (poisoned) throw new Error('a write of the batch failed: ' + poisoned.message);
       this.flushStaged();
       this.commit();
+      this.checkpointed();
     } catch (err) {
       const e = new Error(`journal commit failed (${(err as Error)?.message ?? String(err)}); nothing of it was sent or answered`);
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
@@ -622,6 +639,7 @@ export class Journal {
   private durably<T>(f: () => T): T {
     if (this.broken) this.refuse();
     const v = f();
+    this.checkpointed();
     if (this.walPath !== undefined) this.syncWal();
     return v;
   }
@@ -663,6 +681,13 @@ export class Journal {
           this.onCallbackError?.(e);
         }
     }
+  }
+
+  /** A COMMIT returned: the row writes it carried count towards the next background checkpoint. */
+  private checkpointed(): void {
+    const n = this.rowWrites;
+    this.rowWrites = 0;
+    this.checkpointer?.committed(Math.max(1, n));
   }
 
   /** The COMMIT of a batch (a seam: tests make it fail). */
@@ -708,6 +733,7 @@ export class Journal {
     if (this.broken) this.refuse();
     if (!this.defer && !this.grouping) return this.durably(() => this.tx(f));
     this.begin();
+    this.rowWrites++;
     // Inside the open batch a write gets no savepoint of its own (they were 30 % of the journal's
     // time per command, measured): a write that fails poisons the batch instead, and settle() rolls
     // the whole batch back as it does a failed COMMIT, so nothing partial is ever committed.
@@ -772,6 +798,7 @@ export class Journal {
     try {
       for (const [id, s] of this.staged) {
         this.staged.delete(id);
+        this.rowWrites++;
         if (s.isNew) {
           // The row is this batch's own (made by toRow for it); `history` is not among the FIELDS compared later.
           s.row.history = s.history;
@@ -950,6 +977,7 @@ export class Journal {
     let total = 0;
     const drop = (ids: string[]) =>
       this.durably(this.db.transaction(() => {
+        this.rowWrites += ids.length * 2;
         for (const id of ids) {
           this.stmts.tombstone.run(now, id);
           this.stmts.dropEvents.run(id);
@@ -989,6 +1017,8 @@ export class Journal {
     // A write after this fails on the closed database ("The database connection is not open").
     this.closed = true;
     busy.delete(this);
+    // The worker's connection closes first, so this one is the last: it checkpoints the WAL and removes it.
+    this.checkpointer?.close();
     if (this.walFd !== undefined) closeSync(this.walFd);
     this.walFd = undefined;
     this.db.close();
