@@ -234,23 +234,34 @@ function toRecord(r: Row): CommandRecord {
   };
 }
 
-function toRow(c: CommandRecord): Row {
-  return {
-    ...c,
-    args: JSON.stringify(c.args),
-    accepted: c.accepted ? 1 : 0,
-    executed: c.executed ? 1 : 0,
-    verified: c.verified ? 1 : 0,
-    device_state: c.device_state ? JSON.stringify(c.device_state) : null,
-  };
+/** The columns of a command row, in the order of CommandRecord's fields (blankCommand's), which toValues follows. */
+const COLUMNS = Object.keys(blankCommand()) as (keyof CommandRecord)[];
+/**
+ * A command's column values in COLUMNS order, bound as positional parameters: a named binding looks
+ * every one of the 24 names up on an object, and an UPDATE's arguments built by name made objects with
+ * keys added one by one (measured: ~20 % of the journal's time per command at 100 in flight).
+ */
+type Values = unknown[];
+function toValues(c: CommandRecord): Values {
+  return [
+    c.command_id, c.device_id, c.request_id, c.action, JSON.stringify(c.args), c.state,
+    c.accepted ? 1 : 0, c.executed ? 1 : 0, c.verified ? 1 : 0, c.evidence, c.error_code, c.detail,
+    c.boot_id, c.submitted_at, c.updated_at, c.terminal_at, c.deadline_at, c.estimated_ms,
+    c.progress, c.position, c.device_state ? JSON.stringify(c.device_state) : null, c.device_state_at, c.sends, c.sent_at,
+  ];
+}
+
+/** Whether two rows of one command hold the same values in every column an UPDATE may set. */
+function sameFields(a: Values, b: Values): boolean {
+  for (let i = FIRST_FIELD; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** A shallow copy: callers change top-level fields and then call update(); the journal's own copy must not move with them. */
 const copy = (c: CommandRecord): CommandRecord => ({ ...c });
 const reqKey = (deviceId: string, requestId: string) => deviceId + '\u0000' + requestId;
-/** The columns of a command row, and those an UPDATE may set (all but the key). */
-const COLUMNS = Object.keys(toRow(blankCommand()));
-const FIELDS = COLUMNS.filter((k) => k !== 'command_id');
+/** Positions of the columns an UPDATE may set: all but the key (position 0). */
+const FIRST_FIELD = 1;
 const DONE = Promise.resolve();
 /** How many of the commands that ended last Journal.get serves from memory. */
 const ENDED_KEPT = 1024;
@@ -273,7 +284,7 @@ function parseHistory(text: string | null): CommandEvent[] {
 /** A command written in the open batch but not yet to SQLite: its latest record and row, and the history lines it adds. */
 interface Staged {
   rec: CommandRecord;
-  row: Row;
+  row: Values;
   /** Not in the database yet: the flush INSERTs it. */
   isNew: boolean;
   history: string;
@@ -298,7 +309,7 @@ export class Journal {
   // for each, so an update writes only the columns that changed. Terminal ones are read from disk.
   private openRecs = new Map<string, CommandRecord>();
   private openByReq = new Map<string, string>();
-  private written = new Map<string, Row>();
+  private written = new Map<string, Values>();
   // The commands that ended last (as written, oldest first): whoever waited for one reads its status
   // right after it ends (an MCP call with wait_ms, a poll), which needs no SELECT and JSON.parse then.
   private ended = new Map<string, CommandRecord>();
@@ -392,7 +403,7 @@ export class Journal {
     this.db.exec(SCHEMA);
     this.migrate();
     const cols = COLUMNS.join(', ') + ', history';
-    const vals = COLUMNS.map((k) => '@' + k).join(', ') + ', @history';
+    const vals = COLUMNS.map(() => '?').join(', ') + ', ?';
     this.tx = this.db.transaction((f: () => void) => f());
     const stmts = {
       insert: this.db.prepare(`INSERT INTO commands (${cols}) VALUES (${vals})`),
@@ -440,11 +451,11 @@ export class Journal {
     if (this.walPath !== undefined) this.syncWal();
     for (const r of stmts.open.all() as Row[]) {
       const c = toRecord(r);
-      this.remember(c, toRow(c));
+      this.remember(c, toValues(c));
     }
   }
 
-  private remember(c: CommandRecord, row: Row): void {
+  private remember(c: CommandRecord, row: Values): void {
     this.hold(c);
     if (c.terminal_at === null) this.written.set(c.command_id, row);
   }
@@ -467,14 +478,17 @@ export class Journal {
     this.written.delete(id);
   }
 
-  /** UPDATE of just these columns (and history lines appended, with `history`), prepared once per shape. */
-  private updateOf(cols: string[], history: boolean): Database.Statement {
+  /**
+   * UPDATE of just the columns at these positions (and history lines appended, with `history`), prepared
+   * once per shape; its parameters are their values, then the history, then the command id.
+   */
+  private updateOf(cols: number[], history: boolean): Database.Statement {
     const key = cols.join(',') + (history ? '+h' : '');
     let st = this.narrow.get(key);
     if (!st) {
-      const sets = cols.map((k) => `${k} = @${k}`);
-      if (history) sets.push("history = coalesce(history, '') || @history");
-      st = this.db.prepare(`UPDATE commands SET ${sets.join(', ')} WHERE command_id = @command_id`);
+      const sets = cols.map((i) => `${COLUMNS[i]} = ?`);
+      if (history) sets.push("history = coalesce(history, '') || ?");
+      st = this.db.prepare(`UPDATE commands SET ${sets.join(', ')} WHERE command_id = ?`);
       this.narrow.set(key, st);
     }
     return st;
@@ -705,7 +719,7 @@ export class Journal {
     this.ended.clear();
     for (const r of this.stmts.open.all() as Row[]) {
       const c = toRecord(r);
-      this.remember(c, toRow(c));
+      this.remember(c, toValues(c));
     }
   }
 
@@ -753,21 +767,21 @@ export class Journal {
     const open = this.openByReq.get(reqKey(c.device_id, c.request_id));
     if (open !== undefined) throw new Error(`journal: request ${c.request_id} of ${c.device_id} is already open as ${open}`);
     const lines = history ? history.map((e) => histLine(e.at, e.state, e.note)).join('') : histLine(c.updated_at, c.state, note);
-    this.stage(c, toRow(c), true, lines);
+    this.stage(c, toValues(c), true, lines);
   }
 
   /** Persist the record; `note` goes to the command's event history when the state changed or a note is given. */
   update(c: CommandRecord, stateChanged: boolean, note: string | null = null): void {
-    const row = toRow(c);
+    const row = toValues(c);
     const event = stateChanged || !!note;
     const s = this.staged.get(c.command_id);
     const before = s?.row ?? this.written.get(c.command_id);
-    if (!event && before && FIELDS.every((k) => row[k] === before[k])) return;
+    if (!event && before && sameFields(row, before)) return;
     this.stage(c, row, false, event ? histLine(c.updated_at, c.state, note) : '');
   }
 
   /** Keep c's latest record and row for the flush (merged with what the batch staged of it before). */
-  private stage(c: CommandRecord, row: Row, isNew: boolean, history: string): void {
+  private stage(c: CommandRecord, row: Values, isNew: boolean, history: string): void {
     if (this.broken) this.refuse();
     const rec = copy(c);
     const s = this.staged.get(c.command_id);
@@ -799,19 +813,20 @@ export class Journal {
       for (const [id, s] of this.staged) {
         this.staged.delete(id);
         this.rowWrites++;
-        if (s.isNew) {
-          // The row is this batch's own (made by toRow for it); `history` is not among the FIELDS compared later.
-          s.row.history = s.history;
-          this.stmts.insert.run(s.row);
-        }
+        if (s.isNew) this.stmts.insert.run(s.row, s.history);
         else {
           const base = this.written.get(id);
           // An open command we wrote ourselves: only the changed columns (an ack touches 3 of 23); else all of them.
-          const cols = base ? FIELDS.filter((k) => s.row[k] !== base[k]) : FIELDS;
+          const cols: number[] = [];
+          const args: unknown[] = [];
+          for (let i = FIRST_FIELD; i < s.row.length; i++)
+            if (!base || s.row[i] !== base[i]) {
+              cols.push(i);
+              args.push(s.row[i]);
+            }
           if (cols.length > 0 || s.history !== '') {
-            const args: Row = { command_id: id };
-            for (const k of cols) args[k] = s.row[k];
-            if (s.history !== '') args.history = s.history;
+            if (s.history !== '') args.push(s.history);
+            args.push(id);
             this.updateOf(cols, s.history !== '').run(args);
           }
         }
