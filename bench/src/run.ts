@@ -4,7 +4,7 @@
 // (bench/src/loadgen.ts) for host capacity, `proofrig rigs` (the built firmware in vm contexts) for
 // latency and end-to-end figures.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -20,8 +20,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { DEVICE_PATH, moveDurationS, type BoardDef } from '@proofrig/protocol';
 import { serve, type Running } from '../../host/src/serve.js';
 import { Journal, blankCommand, type CommandRecord } from '../../host/src/core/journal.js';
+import { Checkpointer } from '../../host/src/core/checkpointer.js';
 import { newSecret } from '../../host/src/core/ids.js';
 import { findToken } from '../../host/src/call.js';
+import { consoleMemoryReading } from '../../test/helpers/memory-load.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'bench', 'dist');
@@ -30,9 +32,12 @@ const RELAY_BOARD = join(ROOT, 'boards', 'relay-rig-4ch.json');
 const STEPPER_BOARD = join(ROOT, 'boards', 'stepper-rig.json');
 const quick = process.argv.includes('--quick');
 const N_LAT = quick ? 60 : 300;
+/** Commands per relay channel on the real Espruino interpreter (and on its vm baseline). */
+const N_ESP = quick ? 40 : 150;
 const CAP_MS = quick ? 1000 : 3000;
 const MCP_TOKEN = process.env.PROOFRIG_MCP_TOKEN;
-// --only=latency,capacity,e2e,journal,motion,cold,firmware runs just those parts (the README table is then left alone).
+// --only=latency,capacity,e2e,journal,motion,cold,firmware runs just those parts (the README table and
+// bench/results.json are then left alone: the partial run goes to bench/results.partial.json).
 const onlyArg = process.argv.find((a) => a.startsWith('--only='));
 const only = onlyArg ? new Set(onlyArg.slice(7).split(',')) : undefined;
 const part = (name: string) => !only || only.has(name);
@@ -140,6 +145,40 @@ async function wsRtt(n: number): Promise<number[]> {
   return out;
 }
 
+/**
+ * The device's share of each command on a host: from the host's write of its `cmd` frame to the host's
+ * read of its `res` frame (the link, the device and the physical time; the rest of a command's time is
+ * the host's). Wraps the sessions' `send` and the core's result handler; returns that time (ms) of a
+ * request id, once its result has been read.
+ */
+function deviceShare(running: Running, deviceIds: string[]): (requestId: string) => number {
+  const written = new Map<string, number>();
+  const read = new Map<string, number>();
+  for (const id of deviceIds) {
+    const session = running.core.devices.session(id) as unknown as { send(f: { t: string; rid?: string }): void } | undefined;
+    if (!session) throw new Error(`bench: ${id} is not online`);
+    const send = session.send.bind(session);
+    session.send = (f) => {
+      if (f.t === 'cmd' && f.rid !== undefined && !written.has(f.rid)) written.set(f.rid, performance.now());
+      send(f);
+    };
+  }
+  const cmds = running.core.commands as unknown as { result(s: unknown, f: { rid: string }): void };
+  const result = cmds.result.bind(cmds);
+  cmds.result = (s, f) => {
+    if (!read.has(f.rid)) read.set(f.rid, performance.now());
+    result(s, f);
+  };
+  return (rid) => {
+    const w = written.get(rid);
+    const r = read.get(rid);
+    written.delete(rid);
+    read.delete(rid);
+    if (w === undefined || r === undefined) throw new Error(`bench: request ${rid}: ${w === undefined ? 'no cmd frame written on a timed session' : 'no res frame read'}`);
+    return r - w;
+  };
+}
+
 // ---- 1. verified-completion latency on a simulated rig in another process -----------------------
 
 async function latency(rttP50: number, rttP99: number): Promise<void> {
@@ -151,20 +190,7 @@ async function latency(rttP50: number, rttP99: number): Promise<void> {
   // Where a core-API command's time goes: from the host's write of the cmd frame to its read of the
   // res frame the command is at the device (simulated: the sim's link and the firmware in its vm, plus
   // the physical time); the rest is the host's (journal commits and fdatasyncs, frame handling).
-  let tCmd = 0;
-  let tRes = 0;
-  const session = h.running.core.devices.session('lat-1') as unknown as { send(f: { t: string }): void };
-  const send = session.send.bind(session);
-  session.send = (f) => {
-    if (f.t === 'cmd') tCmd = performance.now();
-    send(f);
-  };
-  const cmds = h.running.core.commands as unknown as { result(...a: unknown[]): void };
-  const result = cmds.result.bind(cmds);
-  cmds.result = (...a) => {
-    tRes = performance.now();
-    result(...a);
-  };
+  const atDeviceMs = deviceShare(h.running, ['lat-1']);
   for (const ch of [1, 3, 4]) {
     const r = board.relays.find((x) => x.ch === ch)!;
     // The physical floor: settle (the firmware waits it before reading evidence), or the simulated armature's operate time where longer.
@@ -179,7 +205,7 @@ async function latency(rttP50: number, rttP99: number): Promise<void> {
       const s = await h.running.core.waitTerminal(c.command_id, 5000);
       if (!s?.terminal) throw new Error(`bench: channel ${ch} command not terminal`);
       core.push(performance.now() - t);
-      atDevice.push(tRes - tCmd);
+      atDevice.push(atDeviceMs(c.request_id));
     }
     // One tool call each, as an agent would make it (wait_ms returns the verified outcome in the answer),
     // from a client in its own process, as an agent's is: a protocol-level client (the host's time, the
@@ -355,7 +381,8 @@ async function endToEnd(n: number): Promise<number> {
 // ---- 4. the journal alone against raw better-sqlite3 inserts --------------------------------------
 //
 // Both sides run with the journal's own settings (read back from its connection: WAL, synchronous=FULL,
-// every commit fsynced) and get the same batching opportunity, measured twice:
+// every commit fsynced, checkpoints on a background connection as the host runs them) and get the same
+// batching opportunity, measured twice:
 // - one at a time (batch size 1): the journal as the host drives it for a single device with one command
 //   in flight: submitted+sent commit before the cmd frame, then the ack and the result each in their own
 //   turn; the raw side commits every INSERT on its own. The rule (on disk before anyone is told) needs at
@@ -364,25 +391,33 @@ async function endToEnd(n: number): Promise<number> {
 //   (submitted+sent) and the ack and result of the B commands before them, which is what one event-loop
 //   turn of the host holds in steady state; the raw side commits B INSERTs per transaction. One commit per
 //   B commands on both sides: the ratio is the journal's SQL work per command against one bare row.
-// The raw row is the smallest honest record of a command (ids, device, action, args, state, time).
+// The raw row is the smallest honest record of a command (ids, device, action, args, state, time). A third
+// side, batched the same way, writes the journal's own record with plain SQL (the same table, indexes and
+// bytes: one INSERT of the sent row, one UPDATE to its end): what that record costs SQLite, so the
+// journal's own overhead (staging, copies, views) and the record's size show apart.
 
 const JOURNAL_BATCH = 100;
 
-function journalBench(): { single: number; rawSingle: number; batched: number; rawBatched: number; sync: string } {
+interface JournalFigures { single: number; rawSingle: number; batched: number; rawBatched: number; recordBatched: number; sync: string; bytes: { journal: number; raw: number } }
+
+function journalBench(): JournalFigures {
   const n = quick ? 300 : 1000;
-  const rounds = quick ? 10 : 30;
+  const rounds = quick ? 20 : 100;
   const jdb = tmpDb();
-  const j = new Journal(jdb);
+  const j = new Journal(jdb, undefined, { checkpoint: 'background' });
   const board = JSON.parse(readFileSync(RELAY_BOARD, 'utf8')) as BoardDef;
   j.provision('dev', 'secret', board);
   // The settings the journal really runs with, read back from its own connection. Its SQLite runs
   // synchronous=NORMAL and the journal fsyncs the WAL after every COMMIT itself (on the bench's virtual
   // path, no deferral: on this thread, before the step returns), which is what synchronous=FULL does in
-  // WAL mode; the raw side gets FULL, the same guarantee.
+  // WAL mode; the raw side gets FULL, the same guarantee. Checkpoints: the journal's connection has
+  // wal_autocheckpoint=0 and its worker checkpoints; the raw sides get the same checkpointer.
   const jconn = (j as unknown as { db: Database.Database }).db;
   const mode = jconn.pragma('journal_mode', { simple: true }) as string;
   const jsync = Number(jconn.pragma('synchronous', { simple: true }));
-  if (mode !== 'wal' || jsync !== 1) throw new Error(`bench: the journal runs journal_mode=${mode}, synchronous=${jsync}; this comparison assumes wal + NORMAL with its own WAL fsync`);
+  const jckpt = Number(jconn.pragma('wal_autocheckpoint', { simple: true }));
+  if (mode !== 'wal' || jsync !== 1 || jckpt !== 0 || !j.checkpointer)
+    throw new Error(`bench: the journal runs journal_mode=${mode}, synchronous=${jsync}, wal_autocheckpoint=${jckpt}; this comparison assumes wal + NORMAL with its own WAL fsync and background checkpoints`);
   const sync = 'FULL';
   const state = { up: 1, relays: [1, 2, 3, 4].map((ch) => ({ ch, cmd: true, pin: true, aux: null })) };
   const fresh = (i: number): CommandRecord => ({ ...blankCommand(), command_id: `cmd_${i}`, device_id: 'dev', request_id: `req_${i}`, action: 'relay.set', args: { ch: 3, on: true }, submitted_at: i, updated_at: i, estimated_ms: 100 });
@@ -411,14 +446,55 @@ function journalBench(): { single: number; rawSingle: number; batched: number; r
       const r = j.byRequest('dev', `req_${i}`)!;
       j.update(done(r, i), true);
     });
-  const rdb = new Database(tmpDb());
-  rdb.pragma(`journal_mode = ${mode}`);
-  rdb.pragma('synchronous = FULL');
+  /** A raw connection with the journal's settings and the same background checkpointer. */
+  const rawDb = (path: string) => {
+    const d = new Database(path);
+    d.pragma(`journal_mode = ${mode}`);
+    d.pragma('synchronous = FULL');
+    d.pragma('wal_autocheckpoint = 0');
+    const cp = new Checkpointer(path, (why) => {
+      throw new Error(`bench: the raw side's checkpointer failed: ${why}`);
+    });
+    return { d, cp };
+  };
+  const rdbPath = tmpDb();
+  const { d: rdb, cp: rcp } = rawDb(rdbPath);
   rdb.exec('CREATE TABLE t (id TEXT PRIMARY KEY, device TEXT, rid TEXT, action TEXT, args TEXT, state TEXT, at INTEGER)');
   const ins = rdb.prepare('INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?)');
   const one = (i: number) => ins.run(`cmd_${i}`, 'dev', `req_${i}`, 'relay.set', '{"ch":3,"on":true}', 'submitted', i);
+  const oneCommitted = (i: number) => {
+    one(i);
+    rcp.committed(1);
+  };
   const many = rdb.transaction((from: number) => {
     for (let k = 0; k < JOURNAL_BATCH; k++) one(from + k);
+  });
+  // The journal's own record through plain SQL: the table and indexes a Journal creates, the same column
+  // values it writes (an INSERT of the sent row with its two history lines, an UPDATE to the end with two).
+  const recPath = tmpDb();
+  new Journal(recPath).close();
+  const { d: rec, cp: reccp } = rawDb(recPath);
+  const hist = (at: number, st: string, note: string | null) => JSON.stringify([at, st, note]) + '\n';
+  const recIns = rec.prepare(
+    'INSERT INTO commands (command_id, device_id, request_id, action, args, state, accepted, executed, verified, boot_id, submitted_at, updated_at, deadline_at, estimated_ms, sends, sent_at, history) ' +
+      "VALUES (@id, 'dev', @rid, 'relay.set', @args, 'sent', 0, 0, 0, 'b', @at, @at, @deadline, 100, 1, @at, @history)",
+  );
+  const recUpd = rec.prepare(
+    "UPDATE commands SET state = 'completed', accepted = 1, executed = 1, verified = 1, evidence = 'pin_readback', terminal_at = @end, updated_at = @end, " +
+      "device_state = @ds, device_state_at = @end, history = coalesce(history, '') || @history WHERE command_id = @id",
+  );
+  const ds = JSON.stringify(state);
+  const recBatch = rec.transaction((from: number | undefined, prev: number | undefined) => {
+    if (from !== undefined)
+      for (let k = 0; k < JOURNAL_BATCH; k++) {
+        const i = from + k;
+        recIns.run({ id: `cmd_${i}`, rid: `req_${i}`, args: JSON.stringify({ ch: 3, on: true }), at: i, deadline: i + 1000, history: hist(i, 'submitted', null) + hist(i, 'sent', 'deadline 1000 ms') });
+      }
+    if (prev !== undefined)
+      for (let k = 0; k < JOURNAL_BATCH; k++) {
+        const i = prev + k;
+        recUpd.run({ id: `cmd_${i}`, end: i + 5, ds, history: hist(i, 'accepted', null) + hist(i + 5, 'completed', null) });
+      }
   });
   // The two sides alternate in slices (50 commands one at a time, or one batch), each slice timed on its
   // own: on a shared machine the disk's fsync time drifts, and both sides then see the same drift.
@@ -438,7 +514,7 @@ function journalBench(): { single: number; rawSingle: number; batched: number; r
       }
     });
     rMs += time(() => {
-      for (let k = i; k < i + 50; k++) one(k);
+      for (let k = i; k < i + 50; k++) oneCommitted(k);
     });
   }
   const single = n / (jMs / 1000);
@@ -447,6 +523,8 @@ function journalBench(): { single: number; rawSingle: number; batched: number; r
   const base = n;
   jMs = 0;
   rMs = 0;
+  let recMs = 0;
+  const walBytes = (p: string) => (existsSync(p + '-wal') ? statSync(p + '-wal').size : 0);
   for (let r = 0; r <= rounds; r++) {
     jMs += time(() =>
       j.group(() => {
@@ -458,13 +536,31 @@ function journalBench(): { single: number; rawSingle: number; batched: number; r
           }
       }),
     );
-    if (r < rounds) rMs += time(() => many(base + r * JOURNAL_BATCH));
+    if (r < rounds)
+      rMs += time(() => {
+        many(base + r * JOURNAL_BATCH);
+        rcp.committed(JOURNAL_BATCH);
+      });
+    recMs += time(() => {
+      recBatch(r < rounds ? base + r * JOURNAL_BATCH : undefined, r > 0 ? base + (r - 1) * JOURNAL_BATCH : undefined);
+      reccp.committed(2 * JOURNAL_BATCH);
+    });
   }
   const batched = (rounds * JOURNAL_BATCH) / (jMs / 1000);
   const rawBatched = (rounds * JOURNAL_BATCH) / (rMs / 1000);
+  const recordBatched = (rounds * JOURNAL_BATCH) / (recMs / 1000);
+  // What a command costs in database bytes: the file (with its WAL checkpointed in) per command written.
+  const fileBytes = (d: Database.Database, p: string) => {
+    d.pragma('wal_checkpoint(TRUNCATE)');
+    return statSync(p).size + walBytes(p);
+  };
+  const bytes = { journal: fileBytes(jconn, jdb) / (n + rounds * JOURNAL_BATCH), raw: fileBytes(rdb, rdbPath) / (n + rounds * JOURNAL_BATCH) };
+  rcp.close();
+  reccp.close();
   j.close();
   rdb.close();
-  return { single, rawSingle, batched, rawBatched, sync: `WAL, every commit fsynced: the journal's own WAL fsync / raw synchronous=${sync}` };
+  rec.close();
+  return { single, rawSingle, batched, rawBatched, recordBatched, bytes, sync: `WAL, every commit fsynced: the journal's own WAL fsync / raw synchronous=${sync}; checkpoints on a background connection` };
 }
 
 // ---- 5. a 150 mm move against its motion profile -------------------------------------------------
@@ -618,11 +714,19 @@ async function main(): Promise<void> {
     const jb = journalBench();
     row({ group: 'journal', what: `commands/s through the journal, one at a time: submitted+sent, ack, result = 3 commits (${jb.sync})`, value: jb.single, unit: '/s', baseline: 'raw better-sqlite3 INSERT/s, one per commit, same settings', base: jb.rawSingle });
     row({ group: 'journal', what: `commands/s through the journal, ${JOURNAL_BATCH} in flight: one commit per turn holds ${JOURNAL_BATCH} submits + the previous ${JOURNAL_BATCH} acks and results (${jb.sync})`, value: jb.batched, unit: '/s', baseline: `raw better-sqlite3 INSERT/s, ${JOURNAL_BATCH} per commit, same settings`, base: jb.rawBatched, target: '≥ 0.5×', ok: jb.batched / jb.rawBatched >= 0.5 });
+    row({ group: 'journal', what: `the journal's own record through plain SQL, ${JOURNAL_BATCH} in flight (INSERT of the sent row + UPDATE to its end, the journal's table and indexes, same settings): commands/s`, value: jb.recordBatched, unit: '/s', baseline: `raw better-sqlite3 INSERT/s, ${JOURNAL_BATCH} per commit`, base: jb.rawBatched });
+    row({ group: 'journal', what: `commands/s through the journal, ${JOURNAL_BATCH} in flight, against its own record through plain SQL (the journal's overhead over what its record costs SQLite)`, value: jb.batched, unit: '/s', baseline: 'the record through plain SQL, same batches', base: jb.recordBatched });
+    row({ group: 'journal', what: 'database bytes per command (file after a checkpoint ÷ commands written): the journal', value: jb.bytes.journal, unit: 'B', baseline: 'the raw row', base: jb.bytes.raw });
     notes.push(
       `Durability bound: every commit waits for an fsync of the WAL on both sides; one fsync'd single-row commit ran ${fmt(jb.rawSingle)}/s on this disk in this run. ` +
         'A command needs two commits in its own chain (submitted+sent before the cmd frame; the result before anyone hears of it), so one at a time the journal is bound near half the raw single-row rate. ' +
         'The host group-commits: every journal write of one event-loop turn (submits and device frames of all devices) shares one COMMIT, so at many devices one fsync carries many commands; ' +
         `the batched journal row compares that with raw inserts given the same batch (${JOURNAL_BATCH} rows per commit), i.e. the journal's SQL work per command against one bare row.`,
+    );
+    notes.push(
+      `What bounds the batched journal row: the journal's record (${fmt(jb.bytes.journal)} B of database per command: ids, args, the evidence, the device's state snapshot, the lifecycle history, and its index entries) ` +
+        `against the bare row's ${fmt(jb.bytes.raw)} B. Written with plain SQL and nothing else (one INSERT and one UPDATE per command, same batches and settings) that record runs at ` +
+        `${(jb.recordBatched / jb.rawBatched).toFixed(2)}× the bare row's rate, so no journal writing it reaches 0.5× of that row; the journal itself runs at ${(jb.batched / jb.recordBatched).toFixed(2)}× its record's plain SQL (its staging, copies and status views).`,
     );
   }
   if (part('motion')) {
@@ -692,15 +796,107 @@ async function firmwarePart(): Promise<void> {
     else {
       row({ group: 'firmware', what: 'real Espruino: firmware load + boot (no config) time', value: r.loadMs, unit: 'ms', baseline: '—', base: NaN });
       row({ group: 'firmware', what: 'real Espruino: JsVars used after load (process.memory().usage)', value: r.usage, unit: 'vars', baseline: 'process.memory().total', base: r.total });
-      notes.push('Espruino per-command time is not measured yet (the interpreter run has no host link).');
+      await espruinoCommands();
     }
   } else notes.push('PROOFRIG_ESPRUINO not set: no real-interpreter figures.');
+}
+
+/** CPU time (ms) a process has used so far: utime + stime from /proc (in USER_HZ ticks, 100 per second). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' '); // the fields after the command name: state, ppid, ...
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+/** The pid of the Espruino interpreter `bin` that the process `parent` started (setpriv execs it), if /proc shows one. */
+function interpreterPid(parent: number, bin: string): number | undefined {
+  try {
+    const kids = readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    return kids.find((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0')[0] === bin);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The firmware's per-command time on the real Espruino interpreter (Linux build): one relay rig in
+ * `proofrig sim --engine espruino`, and as the baseline the same board on the vm engine (`proofrig
+ * rigs`), each in a process of its own, on one host. Commands go one at a time through the core API,
+ * alternating between the two rigs, so both see the same load on the machine. Then process.memory()
+ * of the interpreter, read on its own console (a TCP port, as an ESP32's telnet console).
+ */
+async function espruinoCommands(): Promise<void> {
+  process.stderr.write(`firmware: relay rig on the real interpreter (proofrig sim --engine espruino) and on the vm (proofrig rigs), ${N_ESP} commands per channel each\n`);
+  const h = await startHost();
+  // PROOFRIG_ESPRUINO reaches the child with the rest of the environment.
+  const espRig = spawn(process.execPath, [CLI, 'sim', '--engine', 'espruino', '--board', RELAY_BOARD, '--device-id', 'esp-1', '--console-port', '0', '--host', h.ws, '--db', h.db, '--quiet'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(espRig);
+  let out = '';
+  espRig.stdout!.setEncoding('utf8');
+  espRig.stdout!.on('data', (d: string) => (out += d));
+  const vmRig = rigsProcess(['--board', RELAY_BOARD, '--count', '1', '--id-prefix', 'fwvm', '--host', h.ws, '--db', h.db, '--seed', '3']);
+  const ids = { esp: 'esp-1', vm: 'fwvm-1' } as const;
+  try {
+    const online = (id: string, c: ChildProcess) => () => {
+      if (c.exitCode !== null) throw new Error(`bench: the process of ${id} exited (${c.exitCode}) ${out.slice(-300)}`);
+      return h.running.core.devices.session(id) !== undefined;
+    };
+    await until(online(ids.esp, espRig), 30000, 'the rig on the real interpreter online');
+    await until(online(ids.vm, vmRig), 20000, 'the vm rig online');
+    const port = Number(/Espruino console: tcp:\/\/127\.0\.0\.1:(\d+)/.exec(out)?.[1]);
+    if (!port) throw new Error(`bench: proofrig sim did not say its console port: ${out.slice(-300)}`);
+    const board = JSON.parse(readFileSync(RELAY_BOARD, 'utf8')) as BoardDef;
+    const atDeviceMs = deviceShare(h.running, [ids.esp, ids.vm]);
+    const interp = interpreterPid(espRig.pid!, process.env.PROOFRIG_ESPRUINO!);
+    const cpu0 = interp === undefined ? 0 : cpuMs(interp);
+    const wall0 = performance.now();
+    // ch 4: settle 0 ms, nothing observes it (ends unverified); ch 3: settle 2 ms, then a pin read-back (completed).
+    for (const [ch, expected] of [[4, 'unverified'], [3, 'completed']] as const) {
+      const r = board.relays.find((x) => x.ch === ch)!;
+      const t = { esp: { core: [] as number[], dev: [] as number[] }, vm: { core: [] as number[], dev: [] as number[] } };
+      for (let i = 0; i < N_ESP; i++)
+        for (const k of ['esp', 'vm'] as const) {
+          const t0 = performance.now();
+          const c = await h.running.core.submit({ device_id: ids[k], action: 'relay.set', args: { ch, on: i % 2 === 0 } });
+          const s = await h.running.core.waitTerminal(c.command_id, 20000);
+          if (s?.state !== expected) throw new Error(`bench: ch ${ch} on ${ids[k]} ended ${s?.state ?? 'not terminal'} ${s?.error_code ?? ''} ${s?.detail ?? ''} (expected ${expected})`);
+          t[k].core.push(performance.now() - t0);
+          t[k].dev.push(atDeviceMs(c.request_id));
+        }
+      const what = `ch ${ch} (settle ${r.settle_ms} ms, included; ${r.feedback.kind === 'none' ? 'no feedback, ends unverified' : 'pin read-back, ends completed'})`;
+      const base = `the vm rig (same firmware file in a Node vm, own process), same ${N_ESP} commands`;
+      row({ group: 'firmware', what: `real Espruino (Linux build): ${what} cmd written → res read, p50`, value: pct(t.esp.dev, 50), unit: 'ms', baseline: `${base}, p50`, base: pct(t.vm.dev, 50) });
+      row({ group: 'firmware', what: `real Espruino (Linux build): ${what} cmd written → res read, p99 of ${N_ESP}`, value: pct(t.esp.dev, 99), unit: 'ms', baseline: `${base}, p99`, base: pct(t.vm.dev, 99) });
+      row({ group: 'firmware', what: `real Espruino (Linux build): ${what} core API submit → terminal, p50`, value: pct(t.esp.core, 50), unit: 'ms', baseline: `${base}, p50`, base: pct(t.vm.core, 50) });
+    }
+    const interpCpu = interp === undefined ? undefined : { cpu: cpuMs(interp) - cpu0, wall: performance.now() - wall0 };
+    const mem = await consoleMemoryReading(port);
+    row({ group: 'firmware', what: `real Espruino: JsVars in use after ${2 * N_ESP} commands (process.memory().usage, lowest of 3 idle readings on its console)`, value: mem.usage, unit: 'vars', baseline: 'process.memory().total', base: mem.total });
+    notes.push(
+      'Real Espruino per-command rows: the firmware file run by Espruino\'s Linux build (`proofrig sim --engine espruino`) against the same board on the vm engine (`proofrig rigs`), ' +
+        'each in its own process on one host, commands one at a time through the core API, alternating between the two rigs; both sides include the physical time the firmware waits (settle). ' +
+        'What the interpreter figure is: Espruino\'s parse/run cost of the real firmware file on this machine\'s CPU, plus the `.boot0` pin shim, Espruino\'s own sockets and Linux loopback TCP. ' +
+        'What it is not: an ESP32\'s timing. The Linux build has no peripherals: pins go through the `.boot0` JavaScript shim (each `digitalRead`, as in the ch 3 read-back, is a ~1 ms blocking round trip through a named pipe), ' +
+        'and it reads code kept in Storage (the firmware) with an fopen/fread per chunk where an ESP32 maps flash (about 3× the CPU per firmware callback, see "The Espruino tier"); no Wi-Fi stack either.' +
+        (interpCpu
+          ? ` The interpreter process used ${(interpCpu.cpu / 1000).toFixed(1)} s of CPU in the ${(interpCpu.wall / 1000).toFixed(1)} s of the commands (${Math.round((100 * interpCpu.cpu) / interpCpu.wall)} % of one core, from /proc): ` +
+            'as the rig runs it, its idle loop polls its sockets instead of sleeping, so it holds a core even between commands, and the host and the vm rig share what is left.'
+          : ' (The interpreter process was not found under /proc: its CPU time is not reported.)'),
+    );
+  } finally {
+    await stop(espRig);
+    await stop(vmRig);
+    await h.running.close();
+  }
 }
 
 function finish(started: Date): void {
   const load = { start: loadStart, end: loadavg()[0] };
   const results = { started: started.toISOString(), quick, node: process.version, cpus: cpus().length, loadavg: load, rows, notes };
-  writeFileSync(join(ROOT, 'bench', 'results.json'), JSON.stringify(results, null, 2) + '\n');
+  // A partial run (--only) must not replace the full run's figures.
+  writeFileSync(join(ROOT, 'bench', only ? 'results.partial.json' : 'results.json'), JSON.stringify(results, null, 2) + '\n');
   const md = `Run ${started.toISOString()}${quick ? ' (--quick)' : ''}, Node ${process.version}, loopback, ${cpus().length} CPUs, 1-minute load average ${load.start.toFixed(1)} at the start and ${load.end.toFixed(1)} at the end (the machine was shared). Ratio = value ÷ baseline.\n\n${table()}\n${notes.length ? '\n' + notes.map((n) => `- ${n}`).join('\n') + '\n' : ''}`;
   process.stdout.write(md);
   const readme = join(ROOT, 'README.md');

@@ -1,10 +1,12 @@
 // A mixed command load for memory measurements on a rig running the real interpreter, driven at the
 // host core and at the protocol level (no MCP in the loop), and process.memory() readings taken
 // with the rig idle. Used by test/espruino-memory.test.ts and by the memory figures
-// (bench/src/espruino-memory.ts).
+// (bench/src/espruino-memory.ts, and bench/src/run.ts's firmware part over a console port).
 import { type ToDeviceFrame, type ToHostFrame } from '@proofrig/protocol';
 import type { Running } from '../../host/src/serve.js';
 import type { CommandStatus } from '../../host/src/core/commands.js';
+import { ConsoleClient } from '../../host/src/upload/console-client.js';
+import { openTcp } from '../../host/src/upload/transport.js';
 
 export interface Mem {
   free: number;
@@ -52,14 +54,39 @@ export async function memoryNow(running: Running, rig: string): Promise<Mem> {
  * The lowest of three readings, 150 ms apart, with nothing in flight: a frame caught in a socket
  * buffer at the moment of one reading is not a leak.
  */
-export async function memoryReading(running: Running, rig: string): Promise<Mem> {
+export async function lowestReading(read: () => Promise<Mem>): Promise<Mem> {
   let best: Mem | undefined;
   for (let i = 0; i < 3; i++) {
     await sleep(150);
-    const m = await memoryNow(running, rig);
+    const m = await read();
     if (!best || m.usage < best.usage) best = m;
   }
   return best!;
+}
+
+/** memoryReading of a rig this process runs on the Espruino engine (read through its pin shim). */
+export function memoryReading(running: Running, rig: string): Promise<Mem> {
+  return lowestReading(() => memoryNow(running, rig));
+}
+
+/**
+ * memoryReading of an interpreter in another process, through its own JavaScript console on a TCP
+ * port (the --telnet console `proofrig sim --engine espruino` serves, as an ESP32 serves telnet),
+ * with the console client `proofrig upload --tcp` uses. The firmware is running: no Ctrl-C first
+ * (ConsoleClient.sync): Espruino takes it as a break and could interrupt the next firmware callback;
+ * a fresh connection's input line is empty anyway.
+ */
+export async function consoleMemoryReading(port: number, host = '127.0.0.1'): Promise<Mem> {
+  const cc = new ConsoleClient(await openTcp(host, port, 5000));
+  try {
+    return await lowestReading(async () => {
+      const m = await cc.evaluate<Mem>('process.memory()', 10000);
+      if (!m || typeof m.usage !== 'number') throw new Error(`no process.memory() answer on the console at ${host}:${port}`);
+      return m;
+    });
+  } finally {
+    await cc.close().catch(() => {});
+  }
 }
 
 type Waiter = { rid: string; resolve: (f: ToHostFrame) => void };
