@@ -187,20 +187,28 @@ describe('timers run on the injected clock', () => {
     };
 
     it('setTimeout(f, 0) runs at the next turn, before a 1 ms Node timer armed just before it (Node would give it 1 ms)', async () => {
-      const order: string[] = [];
-      const rig = new SimRig({
-        // Inside a firmware timer: the host arms its 1 ms timer while 'arm' prints, then the firmware its 0 ms one.
-        firmwarePath: firmware(`setTimeout(function () { print('arm'); setTimeout(function () { print('zero'); }, 0); }, 5);`),
-        seed: 7,
-        console: (l) => {
-          order.push(l);
-          if (l === 'arm') setTimeout(() => order.push('node 1 ms'), 1);
-        },
-      });
-      rig.boot();
-      await until(() => order.length >= 3);
-      rig.shutdown();
-      expect(order).toEqual(['arm', 'zero', 'node 1 ms']);
+      // On a loaded machine one turn of the event loop can itself last over 1 ms, and then Node's timer is
+      // due first whatever the sim does; with Node's own timers underneath (1 ms at least, run in the order
+      // armed) the 1 ms timer would come first every time. So: the right order in at least one of 5 tries.
+      const orders: string[][] = [];
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const order: string[] = [];
+        const rig = new SimRig({
+          // Inside a firmware timer: the host arms its 1 ms timer while 'arm' prints, then the firmware its 0 ms one.
+          firmwarePath: firmware(`setTimeout(function () { print('arm'); setTimeout(function () { print('zero'); }, 0); }, 5);`),
+          seed: 7,
+          console: (l) => {
+            order.push(l);
+            if (l === 'arm') setTimeout(() => order.push('node 1 ms'), 1);
+          },
+        });
+        rig.boot();
+        await until(() => order.length >= 3);
+        rig.shutdown();
+        orders.push(order);
+        if (order[1] === 'zero') break;
+      }
+      expect(orders.at(-1)).toEqual(['arm', 'zero', 'node 1 ms']);
     });
 
     it('a 2 ms timeout never runs early, and one cleared while its last stretch is waited never runs', async () => {
