@@ -11,7 +11,7 @@ const base = JSON.parse(readFileSync(new URL('./stryker.config.json', import.met
 export const SCOPES = {
   protocol: base.mutate.filter((f) => f.startsWith('shared-protocol/')),
   'plan-devices': ['host/src/core/plan.ts', 'host/src/core/devices.ts'],
-  journal: ['host/src/core/journal.ts'],
+  journal: ['host/src/core/journal.ts', 'host/src/core/checkpointer.ts'],
   commands: ['host/src/core/commands.ts'],
 };
 
@@ -20,7 +20,7 @@ export const SCOPES = {
 // by the journal's own specs, its group commit included (a mutant they miss counts as survived even
 // if host-core would kill it).
 export const SCOPE_TESTS = {
-  journal: ['test/host-journal.test.ts', 'test/journal-retention.test.ts', 'test/host-device-events.test.ts', 'test/journal-group-commit.test.ts'],
+  journal: ['test/host-journal.test.ts', 'test/journal-retention.test.ts', 'test/host-device-events.test.ts', 'test/journal-group-commit.test.ts', 'test/journal-checkpoint.test.ts'],
 };
 
 const scope = process.env.MUTATE_SCOPE ?? '';

@@ -58,7 +58,7 @@ if (merged) {
     { name: 'protocol (validators, timeout formula, states)', has: (f) => f.startsWith('shared-protocol/src/'), strip: 'shared-protocol/src/', gate: true },
     { name: 'host core (commands, journal, devices, plan)', has: (f) => f.startsWith('host/src/core/'), strip: 'host/src/core/', gate: true },
     { name: '· host core: plan, devices', has: (f) => /^host\/src\/core\/(plan|devices)\.ts$/.test(f), strip: 'host/src/core/' },
-    { name: '· host core: journal (judged by the journal specs only)', has: (f) => f === 'host/src/core/journal.ts', strip: 'host/src/core/' },
+    { name: '· host core: journal and its checkpointer (judged by the journal specs only)', has: (f) => /^host\/src\/core\/(journal|checkpointer)\.ts$/.test(f), strip: 'host/src/core/' },
     { name: '· host core: commands', has: (f) => f === 'host/src/core/commands.ts', strip: 'host/src/core/' },
   ];
   for (const area of areas) {

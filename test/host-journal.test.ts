@@ -171,6 +171,28 @@ describe('the history of a command', () => {
     ]);
   });
 
+  it('the same columns changed without a note, then with one, both land (and the note is its event)', () => {
+    const c = blank({ state: 'running' });
+    j.insert(c);
+    j.update({ ...c, progress: 10, position: 1.5, updated_at: 1100 }, false);
+    j.update({ ...c, progress: 20, position: 3, updated_at: 1200 }, false, 'half way');
+    j.update({ ...c, progress: 30, position: 4.5, updated_at: 1300 }, false);
+    reopen();
+    expect(j.get(c.command_id)).toMatchObject({ progress: 30, position: 4.5, updated_at: 1300 });
+    expect(j.events(c.command_id).map((e) => e.note)).toEqual([null, 'half way']);
+  });
+
+  it('a change undone within one batch writes nothing and fails nothing', () => {
+    const c = blank({ state: 'sent' });
+    j.insert(c);
+    j.group(() => {
+      j.update({ ...c, progress: 5, updated_at: 1100 }, false);
+      j.update({ ...c }, false);
+    });
+    reopen();
+    expect(j.get(c.command_id)).toStrictEqual(c);
+  });
+
   it('updates that change different columns of one command, one after another, all land', () => {
     const c = blank({ state: 'sent' });
     j.insert(c);

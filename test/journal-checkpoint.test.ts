@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Journal, blankCommand, type CommandRecord } from '../host/src/core/journal.js';
-import { CHECKPOINT_COMMITS, Checkpointer } from '../host/src/core/checkpointer.js';
+import { CHECKPOINT_COMMITS, CHECKPOINT_ROWS, Checkpointer } from '../host/src/core/checkpointer.js';
 
 const immediate = (fn: () => void) => void setImmediate(fn);
 const newDb = () => join(mkdtempSync(join(tmpdir(), 'proofrig-ckpt-')), 'journal.db');
@@ -57,6 +57,27 @@ describe('WAL checkpoints run off the event loop', () => {
     expect(statSync(path).size).toBeGreaterThan(before);
   });
 
+  it('many rows ask for a checkpoint before 32 commits do: 1,000 row writes are enough', async () => {
+    j = new Journal(newDb(), immediate);
+    await writeBatches(j, 2, CHECKPOINT_ROWS / 2 - 1);
+    expect(j.checkpointer!.asked).toBe(0);
+    await writeBatches(j, 1, 2, 5000);
+    expect(j.checkpointer!.asked).toBe(1);
+  });
+
+  it('one checkpoint per 32 commits, not one per commit once the first was due', async () => {
+    j = new Journal(newDb(), immediate);
+    let i = 0;
+    for (let round = 0; round < 3; round++) {
+      for (let c = 0; c < CHECKPOINT_COMMITS; c++) {
+        // The worker idle at every commit: a commit that finds a checkpoint running asks none.
+        await j.checkpointer!.idle();
+        i = await writeBatches(j, 1, 1, i);
+      }
+      expect(j.checkpointer!.asked).toBe(round + 1);
+    }
+  });
+
   it('the WAL stays bounded however long the host writes (it is reset after each background checkpoint)', async () => {
     const path = newDb();
     j = new Journal(path, immediate);
@@ -94,6 +115,8 @@ describe('WAL checkpoints run off the event loop', () => {
     await (j.checkpointer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
     await until(() => told.length > 0);
     expect(told[0]).toMatch(/checkpoint worker exited/);
+    await sleep(50);
+    expect(told).toHaveLength(1);
     expect(Number(conn(j).pragma('wal_autocheckpoint', { simple: true }))).toBe(1000);
     // Writes go on as before, and are all there.
     await writeBatches(j, 3, 2, 1000);
@@ -110,6 +133,96 @@ describe('WAL checkpoints run off the event loop', () => {
     expect(reasons[0]).toMatch(/checkpoint failed: .*(unable to open|does not exist|no such file)/i);
     expect(cp.ask()).toBe(false);
     cp.close();
+  });
+
+  it('a commit that finds a checkpoint still running asks for none; the first one after it ends does', async () => {
+    j = new Journal(newDb(), immediate);
+    const flags = (j.checkpointer as unknown as { flags: Int32Array }).flags;
+    Atomics.store(flags, 0, 1); // as the worker holds it while it checkpoints
+    await writeBatches(j, CHECKPOINT_COMMITS + 5, 1);
+    expect(j.checkpointer!.asked).toBe(0);
+    Atomics.store(flags, 0, 0);
+    await writeBatches(j, 1, 1, 100);
+    expect(j.checkpointer!.asked).toBe(1);
+  });
+
+  it('one worker runs every checkpoint, and the reports of the last 16 are kept', async () => {
+    const path = newDb();
+    new Journal(path).close();
+    const cp = new Checkpointer(path, () => {});
+    const workerOf = () => (cp as unknown as { worker: object }).worker;
+    let first: object | undefined;
+    for (let k = 0; k < 20; k++) {
+      expect(cp.ask()).toBe(true);
+      first ??= workerOf();
+      await cp.idle();
+    }
+    // One worker thread serves them all.
+    expect(workerOf()).toBe(first);
+    await until(() => cp.asked === 20 && cp.reports.length === 16);
+    await sleep(20);
+    expect(cp.reports).toHaveLength(16);
+    cp.close();
+  });
+
+  it('close() ends the worker thread, and no checkpoint is asked after it', async () => {
+    const path = newDb();
+    new Journal(path).close();
+    const cp = new Checkpointer(path, () => {});
+    cp.ask();
+    await cp.idle();
+    const worker = (cp as unknown as { worker: { once(e: string, f: () => void): void } }).worker;
+    const exited = new Promise<void>((r) => worker.once('exit', () => r()));
+    cp.close();
+    await exited;
+    expect(cp.ask()).toBe(false);
+  });
+
+  it('closing the journal is not reported as a checkpointer failure', async () => {
+    j = new Journal(newDb(), immediate);
+    const told: string[] = [];
+    j.onCheckpointFail = (reason) => told.push(reason);
+    await writeBatches(j, CHECKPOINT_COMMITS, 1);
+    await until(() => j!.checkpointer!.reports.length > 0);
+    j.close();
+    j = undefined;
+    await sleep(100);
+    expect(told).toEqual([]);
+  });
+
+  it('a worker that cannot load SQLite fails once, saying so; with no one listening the journal goes on with inline checkpoints', async () => {
+    class Broken extends Checkpointer {
+      protected override sqliteModule(): string {
+        return '/nonexistent/better-sqlite3.node';
+      }
+    }
+    const reasons: string[] = [];
+    const path = newDb();
+    new Journal(path).close();
+    const cp = new Broken(path, (r) => reasons.push(r));
+    cp.ask();
+    await until(() => reasons.length > 0);
+    await sleep(50);
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toMatch(/checkpoint worker failed: .*Cannot find module/);
+    // The journal's own handler, with nobody set to hear it.
+    j = new Journal(newDb(), immediate);
+    await writeBatches(j, CHECKPOINT_COMMITS, 1);
+    await until(() => j!.checkpointer!.reports.length > 0);
+    await (j.checkpointer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await until(() => Number(conn(j!).pragma('wal_autocheckpoint', { simple: true })) === 1000);
+    await writeBatches(j, 2, 1, 500);
+  });
+
+  it('checkpoint: \'background\' or \'inline\' chosen explicitly wins over the clock', () => {
+    const bg = new Journal(newDb(), undefined, { checkpoint: 'background' });
+    expect(bg.checkpointer).toBeInstanceOf(Checkpointer);
+    expect(Number(conn(bg).pragma('wal_autocheckpoint', { simple: true }))).toBe(0);
+    bg.close();
+    const inline = new Journal(newDb(), immediate, { checkpoint: 'inline' });
+    expect(inline.checkpointer).toBeUndefined();
+    expect(Number(conn(inline).pragma('wal_autocheckpoint', { simple: true }))).toBe(1000);
+    inline.close();
   });
 
   it('on a virtual clock, and in memory, checkpoints stay SQLite\'s own (no worker)', () => {

@@ -11,6 +11,8 @@ import { Worker } from 'node:worker_threads';
 /** Ask for a checkpoint once this many commits, or this many row writes, went into the WAL since the last one. */
 export const CHECKPOINT_COMMITS = 32;
 export const CHECKPOINT_ROWS = 1000;
+/** Reports of the last checkpoints kept (tests, the bench). */
+const REPORTS_KEPT = 16;
 /** How long close() waits for the worker to close its connection. */
 const CLOSE_WAIT_MS = 2000;
 
@@ -69,7 +71,6 @@ export class Checkpointer {
 
   /** A COMMIT that wrote `rows` row writes to the WAL returned. */
   committed(rows: number): void {
-    if (this.failed || this.closed) return;
     this.commits++;
     this.rows += rows;
     if (this.commits < CHECKPOINT_COMMITS && this.rows < CHECKPOINT_ROWS) return;
@@ -83,8 +84,16 @@ export class Checkpointer {
   /** Run a checkpoint now (unless one is running); false when there is no worker to run it. */
   ask(): boolean {
     if (this.failed || this.closed) return false;
-    const w = this.worker ?? this.start();
-    if (!w) return false;
+    let w = this.worker;
+    if (!w) {
+      // A throw here would otherwise fail the COMMIT whose committed() asked.
+      try {
+        w = this.worker = this.start();
+      } catch (e) {
+        this.fail(`checkpoint worker could not start: ${(e as Error).message}`);
+        return false;
+      }
+    }
     Atomics.store(this.flags, 0, 1);
     this.asked++;
     w.postMessage('cp');
@@ -96,26 +105,24 @@ export class Checkpointer {
     while (Atomics.load(this.flags, 0) === 1 && !this.failed && !this.closed) await new Promise((r) => setTimeout(r, 1));
   }
 
-  private start(): Worker | undefined {
-    try {
-      const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
-      const w = new Worker(WORKER, { eval: true, workerData: { path: this.path, sqlite, flags: this.flags.buffer } });
-      w.unref();
-      w.on('message', (m: CheckpointReport) => {
-        this.reports.push(m);
-        if (this.reports.length > 16) this.reports.shift();
-        if (m.error) this.fail(`checkpoint failed: ${m.error}`);
-      });
-      w.on('error', (e) => this.fail(`checkpoint worker failed: ${e.message}`));
-      w.on('exit', () => {
-        if (!this.closed) this.fail('checkpoint worker exited');
-      });
-      this.worker = w;
-      return w;
-    } catch (e) {
-      this.fail(`checkpoint worker could not start: ${(e as Error).message}`);
-      return undefined;
-    }
+  /** The better-sqlite3 module the worker loads (a seam: tests give one that cannot load). */
+  protected sqliteModule(): string {
+    return createRequire(import.meta.url).resolve('better-sqlite3');
+  }
+
+  private start(): Worker {
+    const w = new Worker(WORKER, { eval: true, workerData: { path: this.path, sqlite: this.sqliteModule(), flags: this.flags.buffer } });
+    // A process ends when its work does, whatever this thread is doing.
+    w.unref();
+    w.on('message', (m: CheckpointReport) => {
+      this.reports.push(m);
+      if (this.reports.length > REPORTS_KEPT) this.reports.shift();
+      if (m.error) this.fail(`checkpoint failed: ${m.error}`);
+    });
+    w.on('error', (e) => this.fail(`checkpoint worker failed: ${e.message}`));
+    // After close() it exits as told; fail() then does nothing.
+    w.on('exit', () => this.fail('checkpoint worker exited'));
+    return w;
   }
 
   private fail(reason: string): void {
@@ -127,9 +134,11 @@ export class Checkpointer {
     this.onFail(reason);
   }
 
-  /** Close the worker's connection (waiting for a running checkpoint to end), so the owner's close is the last. */
+  /**
+   * Close the worker's connection (after a running checkpoint ends) and end its thread; no checkpoint
+   * is asked after this. Waits (at most CLOSE_WAIT_MS) so the owner closes its connection last.
+   */
   close(): void {
-    if (this.closed) return;
     this.closed = true;
     const w = this.worker;
     this.worker = undefined;

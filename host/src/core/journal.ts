@@ -319,7 +319,7 @@ export class Journal {
   private staged = new Map<string, Staged>();
   /** Request keys of staged commands that are terminal (no longer in openByReq): SQL answers them only after a flush. */
   private stagedClosed = new Set<string>();
-  private narrow = new Map<string, Database.Statement>();
+  private narrow = new Map<number, Database.Statement>();
   /** One transaction wrapper, made once (better-sqlite3 builds a new one per db.transaction() call). */
   private readonly tx: (f: () => void) => void;
   // Group commit. With `defer` (the real clock) every write joins one open transaction (the batch)
@@ -387,10 +387,12 @@ export class Journal {
     // itself (see syncWal): together that is synchronous=FULL, with the wait off the event loop.
     this.db.pragma('synchronous = NORMAL');
     if (onDisk) this.walPath = path + '-wal';
-    if (onDisk && (opts.checkpoint ?? (defer ? 'background' : 'inline')) === 'background') {
+    const background = opts.checkpoint ? opts.checkpoint === 'background' : defer !== undefined;
+    if (onDisk && background) {
       this.db.pragma('wal_autocheckpoint = 0');
+      // close() closes the checkpointer before this connection, and a closed one reports nothing.
       this.checkpointer = new Checkpointer(path, (reason) => {
-        if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
+        this.db.pragma('wal_autocheckpoint = 1000');
         this.onCheckpointFail?.(reason);
       });
     }
@@ -483,7 +485,9 @@ export class Journal {
    * once per shape; its parameters are their values, then the history, then the command id.
    */
   private updateOf(cols: number[], history: boolean): Database.Statement {
-    const key = cols.join(',') + (history ? '+h' : '');
+    // One bit per column position (24 columns), and one for the history.
+    let key = history ? 1 : 0;
+    for (const i of cols) key += 2 ** i;
     let st = this.narrow.get(key);
     if (!st) {
       const sets = cols.map((i) => `${COLUMNS[i]} = ?`);
