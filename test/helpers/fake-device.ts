@@ -18,8 +18,13 @@ export const flush = async (n = 5) => {
   }
 };
 
-/** Long enough for a `rack` with no frame to ride with to go out alone (real clock), then flush. */
+/**
+ * Long enough for a `rack` with no frame to ride with to go out alone (real clock), then flush. The
+ * rack's ride starts once the result's batch is on disk: on a loaded machine that fsync can itself
+ * take milliseconds, so the wait starts after it (flush), not when this is called.
+ */
 export const ridden = async () => {
+  await flush();
   await new Promise((r) => setTimeout(r, RACK_RIDE_MS + 2));
   await flush();
 };
