@@ -560,6 +560,17 @@ describe('after the deadline the host asks the device before deciding', () => {
     expect(core.status(s.command_id)!.state).toBe('sent');
   });
 
+  it('a host closed while it waits for the answer to its query stops there: nothing is written or sent after close', async () => {
+    const { d, rid, query } = await pastDeadline();
+    const sentBefore = d.received.length;
+    core.close();
+    // The answer (and the query's own wait running out) come after the close.
+    d.send({ t: 'state', q: query().q, s: d.state(), rid, rst: 'unknown' });
+    clock.advance(10_000);
+    await flush();
+    expect(d.received.length).toBe(sentBefore);
+  });
+
   it('a device that does not answer the query is given the offline grace, then the command ends timeout', async () => {
     const { d, s } = await pastDeadline();
     clock.advance(700);

@@ -185,12 +185,16 @@ describe('the history of a command', () => {
   it('a change undone within one batch writes nothing and fails nothing', () => {
     const c = blank({ state: 'sent' });
     j.insert(c);
+    const other = blank();
     j.group(() => {
       j.update({ ...c, progress: 5, updated_at: 1100 }, false);
       j.update({ ...c }, false);
+      // In the same batch: it commits with it (a failing statement would roll the batch back).
+      j.insert(other);
     });
     reopen();
     expect(j.get(c.command_id)).toStrictEqual(c);
+    expect(j.get(other.command_id)).toStrictEqual(other);
   });
 
   it('updates that change different columns of one command, one after another, all land', () => {

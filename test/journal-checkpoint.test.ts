@@ -65,6 +65,15 @@ describe('WAL checkpoints run off the event loop', () => {
     expect(j.checkpointer!.asked).toBe(1);
   });
 
+  it('device writes (seen, events) count as row writes too', async () => {
+    j = new Journal(newDb(), immediate);
+    for (let b = 0; b < 2; b++) {
+      for (let k = 0; k < CHECKPOINT_ROWS / 2; k++) j.seen('dev', 'boot', k);
+      await j.flushed();
+    }
+    expect(j.checkpointer!.asked).toBe(1);
+  });
+
   it('one checkpoint per 32 commits, not one per commit once the first was due', async () => {
     j = new Journal(newDb(), immediate);
     let i = 0;

@@ -3,7 +3,7 @@
 // COMMIT returned. "On disk" is checked the only honest way: a second SQLite connection, which sees
 // committed rows only. A batch that fails to commit sends nothing and tells every waiter.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -209,6 +209,34 @@ describe('the journal batches writes and tells only after the commit', () => {
     expect(j.get('cmd_9')).toBeUndefined();
   });
 
+  it('a device write that fails inside a batch fails the whole batch: nothing of it is committed and its waiters are told', async () => {
+    j = new TestJournal(path, immediate);
+    reader = new Database(path, { readonly: true });
+    j.insert(command(1));
+    const waiter = j.flushed().then(() => 'resolved', (e: Error) => e.message);
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    expect(() => j.deviceEvent({ device_id: 'dev', boot_id: 'b', event_id: 'e1', at: 1, kind: 'max_on', ch: 1, msg: 'm', device_state: circular as never })).toThrow();
+    expect(await waiter).toMatch(/^journal commit failed \(a write of the batch failed: /);
+    expect(onDisk(reader, 'req_1')).toBeUndefined();
+    // The next batch is clean.
+    j.insert(command(2));
+    await j.flushed();
+    expect(onDisk(reader, 'req_2')).toBe('submitted');
+  });
+
+  it('a command id already committed and still open is refused at once too, and the next batch goes on', async () => {
+    j = new TestJournal(path, immediate);
+    reader = new Database(path, { readonly: true });
+    j.insert(command(1));
+    await j.flushed();
+    expect(() => j.insert({ ...command(1), request_id: 'req_other' })).toThrow('journal: command cmd_1 is already recorded');
+    j.insert(command(2));
+    await j.flushed();
+    expect(onDisk(reader, 'req_2')).toBe('submitted');
+    expect(onDisk(reader, 'req_other')).toBeUndefined();
+  });
+
   it('within one batch a command submitted, acked and answered is one row write with its whole history; the next batch adds to that history', async () => {
     j = new TestJournal(path, immediate);
     reader = new Database(path, { readonly: true });
@@ -393,6 +421,8 @@ describe('a commit is on disk only once the WAL is fsynced after it, and the fsy
     j = new HeldSyncJournal(path, immediate);
     const ran: string[] = [];
     const reader = new Database(path, { readonly: true });
+    const errors: unknown[] = [];
+    j.onCallbackError = (e) => errors.push(e);
     j.insert(command(1));
     j.afterCommit(() => ran.push('1'));
     await new Promise((r) => setImmediate(r));
@@ -417,6 +447,7 @@ describe('a commit is on disk only once the WAL is fsynced after it, and the fsy
     expect(ran).toEqual(['1', '2', '3', 'after 3']);
     expect(j.held).toEqual([]);
     expect(j.uncommitted).toBe(false);
+    expect(errors).toEqual([]);
     reader.close();
   });
 
@@ -430,9 +461,16 @@ describe('a commit is on disk only once the WAL is fsynced after it, and the fsy
     j.insert(command(2));
     const second = j.flushed().then(() => 'resolved', (e: Error) => e.message);
     await new Promise((r) => setImmediate(r));
-    // A batch open when the fsync fails is rolled back: its waiter is told, its row never commits.
+    // A batch open when the fsync fails is rolled back: its waiter is told, its row never commits
+    // (a read has put it into SQLite, inside the batch's transaction).
     j.insert(command(7));
+    j.recent();
     const open = j.flushed().then(() => 'resolved', (e: Error) => e.message);
+    // A waiter with nothing to call on failure is passed over, not an error.
+    const ran: string[] = [];
+    j.afterCommit(() => ran.push('never'));
+    const errors: unknown[] = [];
+    j.onCallbackError = (e) => errors.push(e);
     j.release(new Error('EIO: i/o error, fsync'));
     const msg =
       'journal fsync failed (EIO: i/o error, fsync); what was committed since the last good sync may not be on disk; nothing of it was sent or answered, and the journal takes no more writes (restart the host)';
@@ -443,7 +481,117 @@ describe('a commit is on disk only once the WAL is fsynced after it, and the fsy
     expect(broken).toEqual([msg]);
     expect(() => j.insert(command(3))).toThrow(msg);
     expect(() => j.seen('dev', 'b', 1)).toThrow(msg);
+    expect(() => j.provision('dev2', SECRET, board)).toThrow(msg);
     expect(j.get('cmd_3')).toBeUndefined();
+    expect(ran).toEqual([]);
+    expect(errors).toEqual([]);
+    // Nothing is left waiting: the journal holds no write that is not on disk, or failed.
+    expect(j.uncommitted).toBe(false);
+    await j.flushed();
+  });
+
+  it('with no onBroken set, a failed fsync still fails its waiters and refuses later writes', async () => {
+    j = new HeldSyncJournal(newDb(), immediate);
+    j.insert(command(1));
+    const first = j.flushed().then(() => 'resolved', (e: Error) => e.message);
+    await new Promise((r) => setImmediate(r));
+    j.release(new Error('EIO'));
+    expect(await first).toMatch(/^journal fsync failed \(EIO\)/);
+    expect(() => j.insert(command(2))).toThrow(/journal fsync failed/);
+  });
+
+  it('a COMMIT made while an earlier fsync runs (settle() called directly, as provision() and close() do) is told only after an fsync that began after it', async () => {
+    j = new HeldSyncJournal(newDb(), immediate);
+    const ran: string[] = [];
+    j.insert(command(1));
+    j.afterCommit(() => ran.push('1'));
+    await new Promise((r) => setImmediate(r));
+    expect(j.log).toEqual(['commit', 'fsync']);
+    j.insert(command(2));
+    j.settle();
+    expect(j.log).toEqual(['commit', 'fsync', 'commit']);
+    j.afterCommit(() => ran.push('2'));
+    const second = j.flushed().then(() => ran.push('flushed 2'));
+    j.release();
+    expect(ran).toEqual(['1']);
+    expect(j.log).toEqual(['commit', 'fsync', 'commit', 'fsync']);
+    j.release();
+    await second;
+    expect(ran).toEqual(['1', '2', 'flushed 2']);
+  });
+
+  it('each fsync after a COMMIT is of the WAL file itself', async () => {
+    const path = newDb();
+    const files: string[] = [];
+    class WhichFile extends HeldSyncJournal {
+      protected override syncAsync(fd: number, done: (err: Error | null) => void): void {
+        files.push(readlinkSync(`/proc/self/fd/${fd}`));
+        super.syncAsync(fd, done);
+      }
+    }
+    j = new WhichFile(path, immediate);
+    j.insert(command(1));
+    await new Promise((r) => setImmediate(r));
+    j.release();
+    expect(files).toEqual([realpathSync(path) + '-wal']);
+  });
+
+  it('a new journal fsyncs its schema before the constructor returns', () => {
+    let syncs = 0;
+    class Counting extends Journal {
+      protected override syncWal(): void {
+        syncs++;
+        super.syncWal();
+      }
+    }
+    const c = new Counting(newDb(), immediate);
+    expect(syncs).toBe(1);
+    c.close();
+  });
+
+  it('on a virtual clock a failed fsync fails what waited for the step, tells onBroken, and refuses every later write', () => {
+    class FailingSync extends Journal {
+      failing = false;
+      protected override syncWal(): void {
+        if (this.failing) throw new Error('EIO');
+        super.syncWal();
+      }
+    }
+    const v = new FailingSync(newDb());
+    const broken: string[] = [];
+    v.onBroken = (e) => broken.push(e.message);
+    v.failing = true;
+    const told: string[] = [];
+    v.group(() => {
+      v.insert(command(1));
+      v.afterCommit(() => told.push('ok'), (e) => told.push(e.message));
+    });
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatch(/^journal fsync failed \(EIO\)/);
+    expect(broken).toEqual(told);
+    expect(() => v.insert(command(2))).toThrow(/journal fsync failed/);
+    v.failing = false;
+    v.close();
+  });
+
+  it('close() whose own fsync fails tells the waiters it failed, and onBroken', async () => {
+    class FailAtClose extends HeldSyncJournal {
+      failAtClose = false;
+      protected override syncWal(): void {
+        if (this.failAtClose) throw new Error('EIO at close');
+        super.syncWal();
+      }
+    }
+    const f = new FailAtClose(newDb(), immediate);
+    const broken: string[] = [];
+    f.onBroken = (e) => broken.push(e.message);
+    f.insert(command(1));
+    const first = f.flushed().then(() => 'resolved', (e: Error) => e.message);
+    await new Promise((r) => setImmediate(r));
+    f.failAtClose = true;
+    f.close();
+    expect(await first).toMatch(/^journal fsync failed \(EIO at close\)/);
+    expect(broken).toHaveLength(1);
   });
 
   it('close() syncs what still waits for an fsync and runs its waiters before the file is closed', async () => {

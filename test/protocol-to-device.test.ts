@@ -70,6 +70,8 @@ describe('parseToDevice refuses each broken rule with its own message', () => {
     ['ok', { mac: HEX.slice(1) + 'X' }, 'ok: mac must be 64 lowercase hex chars', undefined],
     ['ok', { mac: HEX.toUpperCase() }, 'ok: mac must be 64 lowercase hex chars', undefined],
     ['ok', { mac: 64 }, 'ok: mac must be 64 lowercase hex chars', undefined],
+    ['ok', { mac: null }, 'ok: mac must be 64 lowercase hex chars', undefined],
+    ['ok', { mac: Array.from({ length: 64 }, () => 'a') }, 'ok: mac must be 64 lowercase hex chars', undefined],
     ['cmd', { rid: '' }, 'cmd: rid ' + ID, undefined],
     ['cmd', { rid: 'r'.repeat(65) }, 'cmd: rid ' + ID, undefined],
     ['cmd', { rid: ['r1'] }, 'cmd: rid ' + ID, undefined],

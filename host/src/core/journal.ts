@@ -748,7 +748,7 @@ export class Journal {
 
   /** One write, atomic on its own: it joins the batch on the real clock or inside a group, else it commits now. */
   private write(f: () => void): void {
-    if (this.broken) this.refuse();
+    // After a failed fsync both paths refuse: durably() and begin().
     if (!this.defer && !this.grouping) return this.durably(() => this.tx(f));
     this.begin();
     this.rowWrites++;
