@@ -471,6 +471,8 @@ describe('a commit is on disk only once the WAL is fsynced after it, and the fsy
     j.afterCommit(() => ran.push('never'));
     const errors: unknown[] = [];
     j.onCallbackError = (e) => errors.push(e);
+    const rolledBack: string[] = [];
+    j.onRollback = (e) => rolledBack.push(e.message);
     j.release(new Error('EIO: i/o error, fsync'));
     const msg =
       'journal fsync failed (EIO: i/o error, fsync); what was committed since the last good sync may not be on disk; nothing of it was sent or answered, and the journal takes no more writes (restart the host)';
@@ -485,6 +487,9 @@ describe('a commit is on disk only once the WAL is fsynced after it, and the fsy
     expect(j.get('cmd_3')).toBeUndefined();
     expect(ran).toEqual([]);
     expect(errors).toEqual([]);
+    // The open batch ended with the failure: its deferred commit finds nothing to commit (no rollback is reported).
+    await new Promise((r) => setImmediate(r));
+    expect(rolledBack).toEqual([]);
     // Nothing is left waiting: the journal holds no write that is not on disk, or failed.
     expect(j.uncommitted).toBe(false);
     await j.flushed();
