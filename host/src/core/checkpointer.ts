@@ -1,7 +1,7 @@
 // SQLite's WAL checkpoint, off the event loop. With the default wal_autocheckpoint the COMMIT that
 // finds the WAL past 1,000 pages copies them into the database file and fsyncs it, on the thread that
-// committed: measured on the journal's rows, a third of the SQL time per command and the tail of a
-// COMMIT's latency. Here the writer's own connection never checkpoints (wal_autocheckpoint = 0) and a
+// committed: measured on the bench's batches, the tail of a COMMIT's latency (p99 ~13 ms against ~1.2 ms
+// without) and ~3 µs of SQL per command. Here the writer's own connection never checkpoints (wal_autocheckpoint = 0) and a
 // worker thread with its own connection runs PASSIVE checkpoints, which never block the writer. What is
 // durable and when does not change: the WAL holds every commit (fsynced by the journal) until a
 // checkpoint has copied it and synced the database file, and SQLite resets the WAL only after that.
@@ -136,7 +136,7 @@ export class Checkpointer {
 
   /**
    * Close the worker's connection (after a running checkpoint ends) and end its thread; no checkpoint
-   * is asked after this. Waits (at most CLOSE_WAIT_MS) so the owner closes its connection last.
+   * is asked after this. Waits (at most CLOSE_WAIT_MS) for the worker's connection to close first.
    */
   close(): void {
     this.closed = true;
