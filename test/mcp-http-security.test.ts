@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import { HostCore } from '../host/src/core/host.js';
@@ -141,6 +143,34 @@ describe('MCP needs the bearer token', () => {
     const h = await start({ tokens: null });
     expect((await post(h.port, {})).status).toBe(200);
     await expect(serve({ db: join(tmpDir(), 'j.db'), port: 0, logger: pino({ level: 'silent' }), auth: false, allowRemoteMcp: true })).rejects.toThrow(/--no-auth is only allowed/);
+  });
+});
+
+describe('--no-auth gives no operator authority to an MCP client', () => {
+  it('a client over HTTP without a token that declares form elicitation and accepts every form neither clears an e-stop nor removes a device', async () => {
+    const h = await start({ tokens: null });
+    core!.provision('rig1', 'c'.repeat(64), JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')));
+    const dev = new FakeDevice(core!, 'rig1', 'c'.repeat(64), 'boot-1');
+    await dev.connect();
+    const forms: unknown[] = [];
+    const client = new Client({ name: 'self-confirming-agent', version: '1' }, { capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      forms.push(req.params);
+      return { action: 'accept', content: { device_id: 'rig1' } };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${h.port}/mcp`)));
+    try {
+      for (const tool of ['estop_clear', 'remove_device']) {
+        const r = (await client.callTool({ name: tool, arguments: { device_id: 'rig1' } })) as CallToolResult;
+        expect(r.isError).toBe(true);
+        expect((r.content[0] as { text: string }).text).toMatch(/^OPERATOR_REQUIRED: .*The host has no interactive terminal where a person could confirm it/);
+      }
+    } finally {
+      await client.close();
+    }
+    expect(forms).toEqual([]);
+    expect(dev.of('cmd')).toEqual([]);
+    expect(core!.journal.device('rig1')).toBeDefined();
   });
 });
 

@@ -1,6 +1,7 @@
 // Operator-only tools are refused at dispatch, not merely hidden (seed 004). The scope comes from
 // the bearer token as `extra.authInfo` (scopes ['agent'] or ['agent', 'operator']); these specs set
-// it on an in-memory MCP transport, as the HTTP layer will from the Authorization header.
+// it on an in-memory MCP transport, as the HTTP layer does from the Authorization header. The only
+// other authority is a person at the host's own terminal (`confirmAtHost`), never the MCP client.
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -10,6 +11,9 @@ import { ElicitRequestSchema, type CallToolResult, type ElicitResult } from '@mo
 import type { BoardDef } from '@proofrig/protocol';
 import { HostCore } from '../host/src/core/host.js';
 import { createMcpServer } from '../host/src/mcp/tools.js';
+import { XIAOZHI_AUTH, type ConfirmRequest, type HostConfirm } from '../host/src/mcp/operator-tools.js';
+import { terminalConfirm } from '../host/src/terminal-confirm.js';
+import { PassThrough } from 'node:stream';
 import { FakeDevice, flush } from './helpers/fake-device.js';
 
 const board: BoardDef = { ...JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')), estop: { pin: 18, active_low: false, pull: 'up' } };
@@ -45,11 +49,11 @@ async function setup(): Promise<FakeDevice> {
 }
 
 /** A client whose every request carries `auth` (undefined: stdio-like, no auth); `answer` makes it support form elicitation. */
-async function connect(auth: AuthInfo | undefined, answer?: (message: string) => ElicitResult): Promise<{ client: Client; asked: string[] }> {
+async function connect(auth: AuthInfo | undefined, answer?: (message: string) => ElicitResult, confirmAtHost?: HostConfirm): Promise<{ client: Client; asked: string[] }> {
   const [ct, st] = InMemoryTransport.createLinkedPair();
   const send = ct.send.bind(ct);
   ct.send = (m, o) => send(m, { ...o, authInfo: auth });
-  await createMcpServer(core).connect(st);
+  await createMcpServer(core, { confirmAtHost }).connect(st);
   const client = new Client({ name: 'test', version: '1' }, answer ? { capabilities: { elicitation: { form: {} } } } : {});
   const asked: string[] = [];
   if (answer) {
@@ -99,40 +103,153 @@ describe('an operator action without the operator scope is refused where it is d
     expect(dev.closed).toBe(false);
   });
 
-  it('a scope that allows no human confirmation is never asked, even when the client offers elicitation', async () => {
+  it('a scope that allows no confirmation is never asked, at the client or at the host', async () => {
     const dev = await setup();
-    const { client, asked } = await connect({ token: 't', clientId: 'bot', scopes: ['unattended'] }, () => ({ action: 'accept', content: { device_id: 'rig1' } }));
+    const host = hostTerminal('rig1');
+    const { client, asked } = await connect({ token: 't', clientId: 'bot', scopes: ['unattended'] }, () => ({ action: 'accept', content: { device_id: 'rig1' } }), host.confirm);
     const r = await call(client, 'estop_clear', { device_id: 'rig1' });
-    expect(text(r)).toMatch(/does not allow a confirmation at the client/);
+    expect(text(r)).toMatch(/never confirmed on its behalf/);
     expect(asked).toHaveLength(0);
+    expect(host.asked).toHaveLength(0);
     expect(cmds(dev)).toHaveLength(0);
   });
 });
 
-describe('with elicitation, the person at the client can confirm', () => {
-  it('an agent-scope call is confirmed by typing the device id: the command reaches the device and completes', async () => {
+/** A double of the host's terminal: answers every question with `typed`, records what it was asked. */
+function hostTerminal(typed: string | null): { confirm: HostConfirm; asked: ConfirmRequest[] } {
+  const asked: ConfirmRequest[] = [];
+  return {
+    asked,
+    confirm: async (q) => {
+      asked.push(q);
+      return typed === q.deviceId ? { ok: true } : { ok: false, why: typed === null ? 'no answer within 120 s' : `typed "${typed}", not the device id` };
+    },
+  };
+}
+
+describe('the MCP client never confirms an operator action, whatever it answers', () => {
+  it.each([
+    ['an agent token', AGENT],
+    ['no authentication (stdio, --no-auth)', undefined],
+    ['the xiaozhi bridge', XIAOZHI_AUTH],
+  ])('with %s and a client that declares form elicitation and would accept: no form is sent, OPERATOR_REQUIRED, nothing reaches the device', async (_w, auth) => {
     const dev = await setup();
-    const { client, asked } = await connect(AGENT, () => ({ action: 'accept', content: { device_id: 'rig1' } }));
+    const { client, asked } = await connect(auth, () => ({ action: 'accept', content: { device_id: 'rig1' } }));
+    for (const [tool, what] of [
+      ['estop_clear', /estop_clear is operator-only/],
+      ['remove_device', /remove_device is operator-only/],
+    ] as const) {
+      const r = await call(client, tool, { device_id: 'rig1' });
+      expect(r.isError).toBe(true);
+      expect(text(r)).toMatch(what);
+    }
+    expect(asked).toHaveLength(0);
+    await flush();
+    expect(cmds(dev)).toHaveLength(0);
+    expect(core.journal.device('rig1')).toBeDefined();
+    expect(dev.closed).toBe(false);
+  });
+});
+
+describe("the person at the host's own terminal can confirm", () => {
+  it('an agent-token call is confirmed by typing the device id at the host: the command reaches the device and completes', async () => {
+    const dev = await setup();
+    const host = hostTerminal('rig1');
+    const { client, asked } = await connect(AGENT, () => ({ action: 'decline' }), host.confirm);
     const r = await call(client, 'estop_clear', { device_id: 'rig1' });
     expect(r.isError).toBeFalsy();
-    expect(asked).toHaveLength(1);
-    expect(asked[0]).toMatch(/Operator confirmation: clear the latched e-stop of device rig1/);
+    expect(asked).toHaveLength(0);
+    expect(host.asked).toEqual([{ tool: 'estop_clear', what: 'clear the latched e-stop of device rig1', deviceId: 'rig1', client: 'agent' }]);
     expect(r.structuredContent).toMatchObject({ action: 'estop.clear', state: 'completed' });
     expect(cmds(dev)).toMatchObject([{ a: 'estop.clear', p: {} }]);
   });
 
+  it('a call without a token (--no-auth) is asked at the host too', async () => {
+    await setup();
+    const host = hostTerminal('rig1');
+    const { client } = await connect(undefined, undefined, host.confirm);
+    const r = await call(client, 'remove_device', { device_id: 'rig1' });
+    expect(r.structuredContent).toMatchObject({ removed: true });
+    expect(host.asked[0]).toMatchObject({ tool: 'remove_device', client: null });
+  });
+
   it.each([
-    ['declines', { action: 'decline' } as ElicitResult, /answered "decline"/],
-    ['cancels', { action: 'cancel' } as ElicitResult, /answered "cancel"/],
-    ['types another device id', { action: 'accept', content: { device_id: 'rig2' } } as ElicitResult, /did not name device "rig1"/],
-  ])('when the person %s, the call is refused and nothing is sent', async (_w, answer, why) => {
+    ['types another device id', 'rig2', /did not confirm it \(typed "rig2", not the device id\)/],
+    ['does not answer', null, /did not confirm it \(no answer within 120 s\)/],
+  ])('when the person at the host %s, the call is refused and nothing is sent', async (_w, typed, why) => {
     const dev = await setup();
-    const { client } = await connect(AGENT, () => answer);
+    const { client } = await connect(AGENT, undefined, hostTerminal(typed).confirm);
     const r = await call(client, 'estop_clear', { device_id: 'rig1' });
     expect(r.isError).toBe(true);
     expect(text(r)).toMatch(why);
     expect(text(r)).toMatch(/proofrig call --operator/);
     expect(cmds(dev)).toHaveLength(0);
+  });
+
+  it('a xiaozhi call is refused without asking the host (a remote third party is never confirmed on its behalf)', async () => {
+    const dev = await setup();
+    const host = hostTerminal('rig1');
+    const { client } = await connect(XIAOZHI_AUTH, undefined, host.confirm);
+    const r = await call(client, 'estop_clear', { device_id: 'rig1' });
+    expect(text(r)).toMatch(/^OPERATOR_REQUIRED: .*client "xiaozhi" are never confirmed on its behalf/);
+    expect(host.asked).toHaveLength(0);
+    expect(cmds(dev)).toHaveLength(0);
+  });
+
+  it('a host without an interactive terminal says so', async () => {
+    await setup();
+    const { client } = await connect(AGENT);
+    const r = await call(client, 'estop_clear', { device_id: 'rig1' });
+    expect(text(r)).toMatch(/The host has no interactive terminal where a person could confirm it/);
+  });
+});
+
+describe('the host terminal prompt', () => {
+  const q = (deviceId: string): ConfirmRequest => ({ tool: 'estop_clear', what: `clear the latched e-stop of device ${deviceId}`, deviceId, client: 'agent' });
+  const term = (timeoutMs = 5000) => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let shown = '';
+    output.on('data', (d) => (shown += d));
+    return { input, confirm: terminalConfirm(input, output, timeoutMs), shown: () => shown };
+  };
+
+  it('asks what the call would do and who asks; typing the device id confirms it', async () => {
+    const t = term();
+    const answer = t.confirm(q('rig1'), new AbortController().signal);
+    await flush();
+    expect(t.shown()).toMatch(/OPERATOR CONFIRMATION \(asked by MCP client "agent"\): clear the latched e-stop of device rig1/);
+    t.input.write('rig1\n');
+    expect(await answer).toEqual({ ok: true });
+    expect(t.shown()).toMatch(/confirmed: estop_clear rig1/);
+  });
+
+  it('anything else, the deadline or the caller going away refuses it', async () => {
+    const t = term(200);
+    const wrong = t.confirm(q('rig1'), new AbortController().signal);
+    await flush();
+    t.input.write('yes\n');
+    expect(await wrong).toEqual({ ok: false, why: 'typed "yes", not the device id' });
+    expect(await t.confirm(q('rig1'), new AbortController().signal)).toEqual({ ok: false, why: 'no answer within 200 ms' });
+    const ac = new AbortController();
+    const gone = t.confirm(q('rig1'), ac.signal);
+    await flush();
+    ac.abort();
+    expect(await gone).toEqual({ ok: false, why: 'the caller went away' });
+  });
+
+  it('asks one question at a time: a second call waits its turn and gets its own answer', async () => {
+    const t = term();
+    const a = t.confirm(q('rig1'), new AbortController().signal);
+    const b = t.confirm(q('rig2'), new AbortController().signal);
+    await flush();
+    expect(t.shown()).not.toMatch(/rig2/);
+    t.input.write('rig1\n');
+    expect(await a).toEqual({ ok: true });
+    await flush();
+    expect(t.shown()).toMatch(/device rig2/);
+    t.input.write('rig1\n');
+    expect(await b).toMatchObject({ ok: false });
   });
 });
 

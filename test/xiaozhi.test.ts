@@ -14,6 +14,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { serve, type Running } from '../host/src/serve.js';
 import { createMcpServer } from '../host/src/mcp/tools.js';
 import { redactUrl } from '../host/src/mcp/xiaozhi.js';
+import type { HostConfirm } from '../host/src/mcp/operator-tools.js';
 import { RELAY_BOARD, RIG, until } from './helpers/e2e.js';
 
 const TOKEN = 'xz-tok-3f9a1c77e2b4';
@@ -51,8 +52,8 @@ class EndpointSession {
     });
   }
 
-  async initialize(): Promise<Rpc> {
-    const r = await this.request('initialize', { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'xiaozhi-endpoint-double', version: '1' } });
+  async initialize(capabilities: Record<string, unknown> = {}): Promise<Rpc> {
+    const r = await this.request('initialize', { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 'xiaozhi-endpoint-double', version: '1' } });
     this.ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
     return r;
   }
@@ -132,7 +133,7 @@ afterEach(async () => {
   logs = [];
 });
 
-async function start(backoff = { minMs: 50, maxMs: 2000, healthyMs: 60_000 }): Promise<Running> {
+async function start(backoff = { minMs: 50, maxMs: 2000, healthyMs: 60_000 }, confirmAtHost?: HostConfirm): Promise<Running> {
   endpoint = new EndpointDouble();
   await endpoint.listening();
   const sink = new Writable({
@@ -150,6 +151,7 @@ async function start(backoff = { minMs: 50, maxMs: 2000, healthyMs: 60_000 }): P
     seed: 3,
     xiaozhi: endpoint.url(),
     xiaozhiBackoff: backoff,
+    confirmAtHost,
   });
   await until(() => running!.core.devices.view(RIG)?.online === true, 8000, `${RIG} online`);
   return running;
@@ -199,6 +201,30 @@ describe('proofrig serves its tools to a xiaozhi MCP endpoint it dials out to', 
       return !/NOT finished/.test(t);
     }, 8000, 'terminal');
     expect(t.split('\n')[0]).toMatch(/executed, but NOT verified: this output has no feedback.*Tell the person it is unconfirmed/);
+  });
+
+  it('an endpoint that answers confirmation forms itself can neither clear an e-stop nor remove a device, even where the host terminal could confirm', async () => {
+    const asked: string[] = [];
+    const r = await start(undefined, async (q) => {
+      asked.push(q.tool);
+      return { ok: true };
+    });
+    const s = await endpoint!.session(1);
+    // It declares form elicitation and accepts any form it is sent, typing the device id.
+    s.ws.on('message', (d) => {
+      const m = JSON.parse(d.toString());
+      if (m.method === 'elicitation/create') s.ws.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { action: 'accept', content: { device_id: RIG } } }));
+    });
+    await s.initialize({ elicitation: { form: {} } });
+    for (const tool of ['estop_clear', 'remove_device']) {
+      const t = await s.callText(tool, { device_id: RIG });
+      expect(t.isError).toBe(true);
+      expect(t.text).toMatch(new RegExp(`^OPERATOR_REQUIRED: ${tool} is operator-only.*client "xiaozhi" are never confirmed on its behalf`));
+    }
+    expect(asked).toEqual([]);
+    expect(s.stray.filter((m) => m.method === 'elicitation/create')).toEqual([]);
+    expect(r.core.journal.device(RIG)).toBeDefined();
+    expect(r.core.devices.view(RIG)?.online).toBe(true);
   });
 
   it('answers a frame that is not JSON-RPC with a parse error and keeps serving', async () => {

@@ -2,7 +2,7 @@
 // watches the command's live status until it is terminal.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, type CallToolResult, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { join } from 'node:path';
 import { AGENT_TOKEN_FILE, OPERATOR_TOKEN_FILE, readToken, stateDir } from './state-dir.js';
 
@@ -21,7 +21,7 @@ export function findToken(o: { db: string; operator?: boolean; tokenFile?: strin
   if (env.PROOFRIG_TOKEN && !o.operator) return { token: env.PROOFRIG_TOKEN, source: 'PROOFRIG_TOKEN' };
   const file = join(stateDir(o.db), o.operator ? OPERATOR_TOKEN_FILE : AGENT_TOKEN_FILE);
   const t = readToken(file);
-  // No operator token (a --no-auth server): none is sent, and the person at the terminal confirms instead.
+  // No operator token (a --no-auth server): none is sent, and the host asks the person at its own terminal.
   return t ? { token: t, source: file } : {};
 }
 
@@ -35,33 +35,14 @@ export interface CallOptions {
   follow: boolean;
   out: NodeJS.WritableStream & { isTTY?: boolean };
   /**
-   * The person at this shell acts as the operator: the client offers MCP elicitation and answers a
-   * confirmation form by asking `confirm` (the terminal), so an operator-only tool can be confirmed.
+   * Act as the operator: the operator token is sent when the server has one; a --no-auth server asks
+   * the person at its own terminal instead, so the call may wait for that answer.
    */
   operator?: boolean;
-  /** Ask the person at the terminal; resolves to what they typed, or null when nobody can answer. */
-  confirm?: (message: string) => Promise<string | null>;
 }
 
-/** The terminal prompt behind --operator: only a person at an interactive terminal can answer. */
-export async function ttyConfirm(message: string): Promise<string | null> {
-  if (!process.stdin.isTTY) return null;
-  const { createInterface } = await import('node:readline/promises');
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return (await rl.question(`${message}\n> `)).trim();
-  } finally {
-    rl.close();
-  }
-}
-
-/** Answer a form that asks for one string field (the device id an operator confirmation wants typed). */
-async function answerForm(params: { message: string; requestedSchema?: { properties?: Record<string, unknown> } }, confirm: CallOptions['confirm']): Promise<ElicitResult> {
-  const field = Object.keys(params.requestedSchema?.properties ?? {})[0];
-  const typed = field && confirm ? await confirm(params.message) : null;
-  if (typed === null || !field) return { action: 'cancel' };
-  return typed ? { action: 'accept', content: { [field]: typed } } : { action: 'decline' };
-}
+/** How long an operator call may wait for the person at the host's terminal (the host gives them 120 s). */
+const OPERATOR_CALL_TIMEOUT_MS = 130_000;
 
 /** key=value pairs; a value that parses as JSON (1, true, null, "text") is taken as that JSON value. */
 export function parseToolArgs(pairs: string[]): Record<string, unknown> {
@@ -94,8 +75,7 @@ function line(s: Record<string, unknown>): string {
 
 /** Exit codes: 0 completed (or a non-action tool served), 3 any other terminal outcome, 1 tool error. */
 export async function call(tool: string, args: Record<string, unknown>, o: CallOptions): Promise<number> {
-  const client = new Client({ name: 'proofrig-call', version: '0.1.0' }, o.operator ? { capabilities: { elicitation: { form: {} } } } : {});
-  if (o.operator) client.setRequestHandler(ElicitRequestSchema, (req) => answerForm(req.params as Parameters<typeof answerForm>[0], o.confirm ?? ttyConfirm));
+  const client = new Client({ name: 'proofrig-call', version: '0.1.0' });
   const endpoint = new URL('/mcp', o.url);
   const transport = new StreamableHTTPClientTransport(endpoint, o.token ? { requestInit: { headers: { authorization: `Bearer ${o.token}` } } } : undefined);
   try {
@@ -111,7 +91,8 @@ export async function call(tool: string, args: Record<string, unknown>, o: CallO
     throw new Error(`cannot reach a proofrig server at ${endpoint} (${msg}); start one with "npm start" or pass --url`);
   }
   try {
-    let res = (await client.callTool({ name: tool, arguments: args })) as CallToolResult;
+    if (o.operator && !o.token) o.out.write('no operator token (a --no-auth host): the host asks the person at its own terminal to confirm operator-only tools\n');
+    let res = (await client.callTool({ name: tool, arguments: args }, undefined, o.operator ? { timeout: OPERATOR_CALL_TIMEOUT_MS } : undefined)) as CallToolResult;
     if (res.isError) {
       const text = res.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
       o.out.write(`error: ${text}\n`);

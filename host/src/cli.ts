@@ -4,6 +4,8 @@ import pino from 'pino';
 import type { TokenSet } from './state-dir.js';
 import { parseSimSpec, serve, type Running } from './serve.js';
 import { registerBoardCommand } from './board-command.js';
+import { guardProcess } from './process-guard.js';
+import { terminalConfirm } from './terminal-confirm.js';
 import { VERSION } from './version.js';
 import { CLIENTS, clientConfig as configText, CONFIG_HOME, type ClientKind } from './config.js';
 import { registerDevicesCommand } from './devices-command.js';
@@ -120,6 +122,7 @@ export function buildCli(verbs?: Verbs): Command {
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error', 'silent']).default('info'))
     .action(async (o) => {
       const logger = pino({ level: o.logLevel, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
+      guardProcess(logger);
       const port: number = o.http ?? (o.stdio ? 0 : 8787);
       // Signals and a closed stdin end the host even while it is still starting: close
       // whatever has started (sims, gateway, journal), then exit; a hung close cannot keep it alive.
@@ -160,6 +163,8 @@ export function buildCli(verbs?: Verbs): Command {
         sessionIdleMs: o.sessionIdleS * 1000,
         maxSessions: o.maxSessions,
         stdio: o.stdio,
+        // The person at this terminal is the one who can confirm operator-only calls without the operator token.
+        confirmAtHost: !o.stdio && process.stdin.isTTY && process.stderr.isTTY ? terminalConfirm(process.stdin, process.stderr) : undefined,
         sims: (o.sim as string[]).map(parseSimSpec),
         faults: o.fault,
         logger,
@@ -220,7 +225,7 @@ export function buildCli(verbs?: Verbs): Command {
     .option('--url <url>', 'proofrig server (default: $PROOFRIG_URL, else http://127.0.0.1:8787)', process.env.PROOFRIG_URL || 'http://127.0.0.1:8787')
     .option('--db <path>', "the server's journal: its folder holds the MCP token this command sends", '.proofrig/journal.db')
     .option('--token-file <file>', 'send the bearer token in this file instead (else PROOFRIG_TOKEN, else the one beside --db)')
-    .option('--operator', 'act as the operator: send the operator token (.proofrig/operator-token) when the server has one, and confirm operator-only tools by typing the device id at this terminal', false)
+    .option('--operator', 'act as the operator: send the operator token (.proofrig/operator-token) when the server has one (a --no-auth server asks the person at its own terminal instead)', false)
     .option('--json', 'print the final structured result as JSON only', false)
     .option('--no-follow', 'return right after the action tool answers')
     .action(async (tool: string, pairs: string[], o) => {

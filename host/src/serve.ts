@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { DEVICE_PATH } from '@proofrig/protocol';
+import type { HostConfirm } from './mcp/operator-tools.js';
 import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Clock } from '@proofrig/protocol/clock';
 import { HostCore } from './core/host.js';
@@ -32,6 +33,8 @@ export interface ServeOptions extends HttpLimits {
   listenHost?: string;
   /** Require a bearer token on /mcp (default true). false = --no-auth, loopback only. */
   auth?: boolean;
+  /** Asks the person at the host's own terminal to confirm operator-only calls without the operator token. */
+  confirmAtHost?: HostConfirm;
   stdio?: boolean;
   sims?: SimSpec[];
   faults?: string[];
@@ -134,7 +137,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
   const lock = o.db === ':memory:' ? undefined : lockJournal(o.db);
   let core: HostCore;
   let http: HttpHost;
-  const mcp: McpOptions = {};
+  const mcp: McpOptions = { confirmAtHost: o.confirmAtHost };
   try {
     core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs, retention: o.retention });
   } catch (e) {

@@ -142,7 +142,7 @@ export const ERROR_CODES = {
   },
   OPERATOR_REQUIRED: {
     meaning:
-      'The action is operator-only and the call carried no operator scope (nor an operator confirmation); it was refused where it was dispatched and nothing was sent to the device.',
+      'The action is operator-only and the call carried no operator scope (nor a confirmation at the host\'s own terminal); it was refused where it was dispatched and nothing was sent to the device.',
     ends: null,
     retry: 'no',
   },

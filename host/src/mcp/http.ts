@@ -21,6 +21,8 @@ export const MCP_PATH = '/mcp';
 /** The dashboard's live feed (Server-Sent Events). */
 export const EVENTS_PATH = '/events';
 const MAX_BODY = 1024 * 1024;
+/** Bytes of a refused body still read (and discarded) so the client can read the 413 before the close. */
+const DRAIN_MAX = 16 * 1024 * 1024;
 
 export interface HttpOptions {
   /** Options of the MCP server of each session (start-up readiness, boot wait). */
@@ -55,16 +57,48 @@ export interface HttpHost {
   close(): Promise<void>;
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req) {
-    size += (c as Buffer).length;
-    if (size > MAX_BODY) throw new Error('request body over 1 MiB');
-    chunks.push(c as Buffer);
+/** A request refused with this HTTP status before or while its body is read. */
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
-  return text.length ? JSON.parse(text) : undefined;
+}
+
+const tooLarge = () => new HttpError(413, `request body over ${MAX_BODY} bytes (1 MiB): MCP messages are a few kB; nothing was read or done`);
+
+/**
+ * The body as JSON. Over MAX_BODY it is refused from the Content-Length before any byte is read,
+ * or as soon as the bytes read pass it; it is never buffered whole. The stream is left flowing
+ * (not destroyed), so the refusal can still be answered on its connection.
+ */
+function readJson(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    if (Number(req.headers['content-length']) > MAX_BODY) return reject(tooLarge());
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (c: Buffer) => {
+      if (over) return;
+      size += c.length;
+      if (size <= MAX_BODY) return void chunks.push(c);
+      over = true;
+      chunks.length = 0;
+      reject(tooLarge());
+    });
+    req.once('error', reject);
+    req.once('end', () => {
+      if (over) return;
+      const text = Buffer.concat(chunks).toString('utf8');
+      try {
+        resolve(text.length ? JSON.parse(text) : undefined);
+      } catch {
+        reject(new HttpError(400, 'request body is not JSON'));
+      }
+    });
+  });
 }
 
 function jsonRpcError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}, code = -32000): void {
@@ -189,6 +223,37 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
     }
   };
 
+  /**
+   * A request whose handling threw. Touches nothing that may be gone (the socket). A refused body is
+   * answered once the client has finished sending it (at most DRAIN_MAX more bytes are read and
+   * discarded; past that the connection is cut), so the client reads the 413 instead of a reset.
+   */
+  const failed = (req: IncomingMessage, res: ServerResponse, remote: string, e: unknown) => {
+    const status = e instanceof HttpError ? e.status : 400;
+    const message = e instanceof Error ? e.message : 'bad request';
+    limiter.hit(remote, (suppressed) =>
+      log.warn({ evt: 'mcp_request_failed', remote, status, err: message, ...(suppressed ? { suppressed } : {}) }, 'MCP request failed'),
+    );
+    const answer = () => {
+      try {
+        if (res.headersSent) return void res.end();
+        if (res.destroyed || res.writableEnded) return;
+        jsonRpcError(res, status, message, status === 413 ? { connection: 'close' } : {}, message === 'request body is not JSON' ? -32700 : -32000);
+      } catch (err) {
+        log.warn({ evt: 'mcp_request_failed', remote, err: (err as Error)?.message }, 'MCP request failed while answering');
+        res.destroy();
+      }
+    };
+    if (status !== 413 || req.complete || req.destroyed) return answer();
+    let drained = 0;
+    req.on('data', (c: Buffer) => {
+      drained += c.length;
+      if (drained > DRAIN_MAX) req.destroy();
+    });
+    req.once('end', answer);
+    req.resume();
+  };
+
   const server = createServer(
     {
       headersTimeout: o.headersTimeoutMs ?? 5000,
@@ -197,11 +262,9 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
       connectionsCheckingInterval: 1000,
     },
     (req, res) => {
-      handle(req, res).catch((e) => {
-        log.warn({ evt: 'mcp_request_failed', remote: req.socket.remoteAddress, err: (e as Error)?.message }, 'MCP request failed');
-        if (!res.headersSent) jsonRpcError(res, 400, (e as Error)?.message ?? 'bad request');
-        else res.end();
-      });
+      // Taken now: by the time a failure is handled the socket may be gone (req.socket is then null).
+      const remote = req.socket?.remoteAddress ?? '?';
+      handle(req, res).catch((e: unknown) => failed(req, res, remote, e));
     },
   );
   server.maxConnections = o.maxConnections ?? 256;

@@ -15,7 +15,7 @@ import { registerPrompts } from './prompts.js';
 import { forwardLogs } from './logging.js';
 import { JournalTaskStore, TASK_CAPABILITIES, taskToolHandler } from './tasks.js';
 import { listCommands } from './commands-list.js';
-import { registerOperatorTools } from './operator-tools.js';
+import { registerOperatorTools, type HostConfirm } from './operator-tools.js';
 import { summarize } from './summary.js';
 import { durable } from './durable.js';
 import {
@@ -44,6 +44,8 @@ export interface McpOptions {
   ready?: Promise<unknown>;
   /** How long an action waits for a provisioned device that is booting or reconnecting before DEVICE_OFFLINE (default 5000). */
   bootWaitMs?: number;
+  /** Asks the person at the host's own terminal to confirm an operator-only call (absent: nobody can). */
+  confirmAtHost?: HostConfirm;
 }
 
 /** How long an action tool waits for the device's acknowledgement before answering. */
@@ -301,7 +303,7 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     },
   );
 
-  registerOperatorTools(server, core);
+  registerOperatorTools(server, core, opts.confirmAtHost);
   registerResources(server, core, cleanups);
   registerPrompts(server, core);
   forwardLogs(server, core, cleanups);

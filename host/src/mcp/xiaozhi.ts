@@ -7,7 +7,8 @@ import WebSocket from 'ws';
 import type { Logger } from 'pino';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { XIAOZHI_AUTH } from './operator-tools.js';
+import { JSONRPCMessageSchema, type JSONRPCMessage, type MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 
 /** Largest JSON-RPC message taken from the endpoint; tool calls are a few hundred bytes. */
 const MAX_MESSAGE_BYTES = 256 * 1024;
@@ -29,7 +30,7 @@ export function redactUrl(url: string): string {
 
 /** One JSON-RPC message per text frame over a WebSocket we dialled. */
 class DialledTransport implements Transport {
-  onmessage?: (m: JSONRPCMessage) => void;
+  onmessage?: (m: JSONRPCMessage, extra?: MessageExtraInfo) => void;
   onclose?: () => void;
   onerror?: (e: Error) => void;
 
@@ -44,7 +45,8 @@ class DialledTransport implements Transport {
       } catch {
         return this.reject('not a JSON-RPC 2.0 message');
       }
-      this.onmessage?.(m);
+      // Every call over this socket is xiaozhi's: an agent that no confirmation can lift to operator.
+      this.onmessage?.(m, { authInfo: XIAOZHI_AUTH });
     });
     this.ws.on('close', () => this.onclose?.());
   }
