@@ -186,7 +186,7 @@ describe('a reconnect with the same boot id: each open command is asked about, a
     expect(d.of('cmd')).toEqual([{ t: 'cmd', rid: 'r1', a: 'relay.set', p: { ch: 1, on: true } }]);
     // Both history events carry the time of the re-send.
     expect(core.commands.history(s.command_id).slice(-2)).toEqual([
-      { at: T0 + 50, state: 'sent', note: 'device rig1 (same boot, up 60000 ms) never received it; re-sent after reconnect (send #2, same request_id)' },
+      { at: T0 + 50, state: 'sent', note: 'device rig1 (same boot, up 60000 ms) never received it; re-sent after reconnect (send #2 of at most 2, same request_id)' },
       { at: T0 + 50, state: 'sent', note: `deadline ${DEADLINE} ms` },
     ]);
     expect(core.status(s.command_id)).toMatchObject({ state: 'sent', deadline_ms: 50 + DEADLINE });
@@ -202,7 +202,7 @@ describe('a reconnect with the same boot id: each open command is asked about, a
     await askedAgainAfter(asks, DEADLINE - 50, 1);
   });
 
-  it('acknowledged once, unknown now, at the deadline: asked again at once, and unknown again ends it timeout', async () => {
+  it('acknowledged once, unknown now, at the deadline: the acknowledgement outranks the answer for one more window, then unknown again ends it timeout saying both', async () => {
     const s = await sentThenOffline(true);
     clock.advance(DEADLINE);
     await flush();
@@ -210,10 +210,16 @@ describe('a reconnect with the same boot id: each open command is asked about, a
     await answer('unknown');
     expect(asks()).toHaveLength(2);
     await answer('unknown');
+    expect(core.status(s.command_id)!.state).toBe('accepted');
+    expect(core.commands.history(s.command_id).at(-1)!.note).toBe(
+      `deadline passed; the device answered "unknown" but had acknowledged it, so the acknowledgement stands; waiting ${DEADLINE} ms more once`,
+    );
+    await askedAgainAfter(asks, DEADLINE, 2);
+    await answer('unknown');
     expect(d.of('cmd')).toEqual([]);
     expect(core.status(s.command_id)).toMatchObject({
       state: 'timeout',
-      detail: 'deadline passed and device rig1 has no record of request r1 in its current boot; whether the hardware acted for it is unknown',
+      detail: 'deadline passed twice; device rig1 acknowledged request r1 but later answered that it has no record of it; the outcome is unknown',
     });
   });
 
@@ -377,7 +383,14 @@ describe('past the deadline, the answer to the host’s question is about the co
     d.send({ t: 'ack', rid: 'r1', st: 'accepted' });
     clock.advance(DEADLINE);
     await flush();
-    d.send({ t: 'state', q: d.of('q').filter((f) => f.rid === 'r1').at(-1)!.q, s: alive(d), rid: 'r1', rst: 'unknown' });
+    const unknown = () => d.send({ t: 'state', q: d.of('q').filter((f) => f.rid === 'r1').at(-1)!.q, s: alive(d), rid: 'r1', rst: 'unknown' });
+    unknown();
+    await flush();
+    // The acknowledgement outranks one "unknown": one more window, never a re-send.
+    expect(core.status(s.command_id)!.state).toBe('accepted');
+    clock.advance(DEADLINE);
+    await flush();
+    unknown();
     await flush();
     expect(d.of('cmd')).toHaveLength(1);
     expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT' });

@@ -369,7 +369,7 @@ describe('past the deadline: the device is asked, and what it says decides (exac
     const { d, s, query, notes } = await pastDeadline();
     d.send({ t: 'state', q: query().q, s: d.state(), rid: 'r1', rst: 'unknown' });
     await flush();
-    expect(notes().slice(-2)).toEqual(['device never received it; re-sent once with the same request_id', 'deadline 178 ms']);
+    expect(notes().slice(-2)).toEqual(['device never received it; re-sent with the same request_id (send #2 of at most 2)', 'deadline 178 ms']);
     expect(d.of('cmd').map((f) => f.rid)).toEqual(['r1', 'r1']);
     clock.advance(178);
     await flush();
@@ -377,7 +377,7 @@ describe('past the deadline: the device is asked, and what it says decides (exac
     await flush();
     expect(core.status(s.command_id)).toMatchObject({
       state: 'timeout',
-      detail: 'deadline passed and device rig1 has no record of request r1 in its current boot; whether the hardware acted for it is unknown',
+      detail: 'deadline passed and device rig1 has no record of request r1 in its current boot (up 1000 ms): it was asked after the cmd on the connection that carried it, so it did not take the command (2 sends)',
     });
     expect(d.of('cmd')).toHaveLength(2);
   });

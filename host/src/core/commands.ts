@@ -64,6 +64,19 @@ export interface CommandOptions {
   queryWaitMs: number;
 }
 
+/** Sends of one command at most, first send included, across deadlines and reconnects alike. */
+export const MAX_SENDS = 2;
+
+/**
+ * The absolute bound of an open command, from its submission: room for every path that ends a command
+ * on evidence (a re-send and the one fresh window a device reporting it still running gets: three
+ * deadlines; the state queries after deadlines and "done" answers: six query waits; one offline grace).
+ * Whatever the link does (cut after every cmd, cmd frames dropped), a command still open then ends `timeout`.
+ */
+export function absoluteBoundMs(deadlineMs: number, queryWaitMs: number, offlineGraceMs: number): number {
+  return 3 * deadlineMs + 6 * queryWaitMs + offlineGraceMs;
+}
+
 export class Commands extends EventEmitter {
   private deadlines = new Map<string, TimerHandle>();
   /** Commands whose deadline passed while their device was offline, with the grace timer. */
@@ -75,6 +88,12 @@ export class Commands extends EventEmitter {
   private runWaits = new Set<string>();
   /** Commands whose offline grace ran out with their device back on a new connection: asked once more, not ended blind. */
   private graceAsks = new Set<string>();
+  /** Commands journaled as sent whose `cmd` frame waits for that commit: their deadline is not armed yet, nor may they be asked about. */
+  private unwritten = new Set<string>();
+  /** The session each open command's latest `cmd` was written on (an answer on it was given after the device received it). */
+  private wroteOn = new Map<string, Session | null>();
+  /** The absolute bound of each open command (absoluteBoundMs). */
+  private bounds = new Map<string, TimerHandle>();
 
   constructor(
     private readonly journal: Journal,
@@ -289,6 +308,8 @@ export class Commands extends EventEmitter {
   private async reconcile(open: CommandRecord): Promise<void> {
     const id = open.command_id;
     const dev = open.device_id;
+    // Its cmd has not been written yet: it will go out on this connection, and nothing may ask before it.
+    if (this.unwritten.has(id)) return;
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
     const sentAt = open.sent_at;
     const answer = await this.devices.query(dev, open.request_id, wait);
@@ -322,10 +343,10 @@ export class Commands extends EventEmitter {
       if (due) this.arm(id, this.devices.rttMax(dev) * 2);
       return;
     }
-    if (c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent) {
+    if (c.state === 'sent' && !c.accepted && isActionName(c.action) && ACTIONS[c.action].idempotent && c.sends < MAX_SENDS) {
       c.sends++;
       const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
-      this.noted(c, `device ${dev} (same boot, up ${answer.s.up} ms) never received it; re-sent after reconnect (send #${c.sends}, same request_id)`);
+      this.noted(c, `device ${dev} (same boot, up ${answer.s.up} ms) never received it; re-sent after reconnect (send #${c.sends} of at most ${MAX_SENDS}, same request_id)`);
       this.clock.clearTimeout(this.waiting.get(id));
       this.waiting.delete(id);
       return this.send(c, s, plan.ok ? plan.deadlineMs : 1000, c.sends);
@@ -446,6 +467,11 @@ export class Commands extends EventEmitter {
         continue;
       }
       this.arm(c.command_id, c.deadline_at - this.clock.now());
+      // The first deadline is not journaled (an extension moves deadline_at): the board's, with the round
+      // trip this new host assumes before measuring one, stands in for it.
+      const board = this.devices.board(c.device_id);
+      const plan = board ? planAction(board, c.action, c.args, this.devices.rttMax(c.device_id), null) : undefined;
+      this.bound(c, plan?.ok ? plan.deadlineMs : c.deadline_at - (c.sent_at ?? c.submitted_at));
     }
   }
 
@@ -458,7 +484,7 @@ export class Commands extends EventEmitter {
     this.log.error({ evt: 'journal_commit_failed', err: e.message }, 'journal batch rolled back; its frames and answers were withheld');
     for (const c of this.journal.open()) {
       // Every open row has its deadline (a submit writes it sent; recover() ended older rows without one).
-      if (this.deadlines.has(c.command_id) || this.waiting.has(c.command_id)) continue;
+      if (this.deadlines.has(c.command_id) || this.waiting.has(c.command_id) || this.unwritten.has(c.command_id)) continue;
       this.arm(c.command_id, c.deadline_at! - this.clock.now());
     }
   }
@@ -467,8 +493,10 @@ export class Commands extends EventEmitter {
     this.closed = true;
     for (const t of this.deadlines.values()) this.clock.clearTimeout(t);
     for (const t of this.waiting.values()) this.clock.clearTimeout(t);
+    for (const t of this.bounds.values()) this.clock.clearTimeout(t);
     this.deadlines.clear();
     this.waiting.clear();
+    this.bounds.clear();
   }
 
   // ---- internals -------------------------------------------------------------------
@@ -494,11 +522,57 @@ export class Commands extends EventEmitter {
     c.updated_at = now;
   }
 
-  private transmit(c: CommandRecord, s: Session, deadlineMs: number): void {
+  /**
+   * Write the cmd once its journal row is on disk, and only then start its deadline: the deadline times
+   * the frame, so however long the commit and its fsync take, the state query that follows a deadline
+   * is asked after the cmd, never before it. The frame goes on the device's connection of that moment
+   * (the same boot); with none, nothing is written and the deadline decides (a reconnect re-sends).
+   */
+  private transmit(c: CommandRecord, _s: Session, deadlineMs: number): void {
     const frame = { t: 'cmd', rid: c.request_id, a: c.action as ActionName, p: c.args } as const;
-    this.journal.afterCommit(() => s.send(frame));
+    const id = c.command_id;
+    const sentAt = c.sent_at;
+    const boot = c.boot_id;
+    const dev = c.device_id;
+    this.unwritten.add(id);
+    this.bound(c, deadlineMs);
+    this.journal.afterCommit(
+      () => {
+        this.unwritten.delete(id);
+        if (this.closed) return;
+        const cur = this.journal.get(id);
+        // Ended, or sent again, meanwhile: this frame is not the one to time.
+        if (!cur || isTerminal(cur.state) || cur.sent_at !== sentAt) return;
+        const s = this.devices.session(dev);
+        const ok = !!s && s.boot === boot;
+        if (ok) s.send(frame);
+        this.wroteOn.set(id, ok ? s : null);
+        this.arm(id, deadlineMs);
+      },
+      () => this.unwritten.delete(id),
+    );
     this.changed(c);
-    this.arm(c.command_id, deadlineMs);
+  }
+
+  /** Arm the absolute bound of a command (once, from its submission). */
+  private bound(c: CommandRecord, deadlineMs: number): void {
+    const id = c.command_id;
+    if (this.bounds.has(id)) return;
+    const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(c.device_id) * 3);
+    const ms = absoluteBoundMs(deadlineMs, wait, this.opts.offlineGraceMs);
+    const at = c.submitted_at + ms;
+    this.bounds.set(
+      id,
+      this.clock.setTimeout(() => {
+        this.bounds.delete(id);
+        const cur = this.journal.get(id);
+        if (!cur || isTerminal(cur.state)) return;
+        this.finish(cur, 'timeout', {
+          code: 'TIMEOUT',
+          detail: `no terminal evidence within ${ms} ms of its submission (the absolute bound: 3 × its ${deadlineMs} ms deadline, 6 × ${wait} ms of state queries and ${this.opts.offlineGraceMs} ms of offline grace; ${cur.sends} send${cur.sends === 1 ? '' : 's'}, last state ${cur.state}); the outcome is unknown`,
+        });
+      }, Math.max(0, at - this.clock.now())),
+    );
   }
 
   private arm(id: string, ms: number): void {
@@ -516,6 +590,9 @@ export class Commands extends EventEmitter {
     if (!this.devices.session(dev)) return this.awaitDevice(c, 'deadline passed while the device is offline; waiting for it to reconnect');
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
     const sentAt = c.sent_at;
+    const wasAccepted = c.accepted;
+    // Asked on the connection that carried the cmd: the device read the cmd before this question.
+    const sameLink = this.wroteOn.get(id) === this.devices.session(dev);
     const answer = await this.devices.query(dev, c.request_id, wait);
     if (this.closed) return;
     c = this.journal.get(id);
@@ -535,7 +612,10 @@ export class Commands extends EventEmitter {
       this.noted(c, 'device says done after the deadline; waiting for its result frame');
       return;
     }
-    if (answer.rst === 'running' && !this.runWaits.has(id)) {
+    // "unknown" although the device acknowledged it (before or since the answer): the answer is older than
+    // the device's own record (a frame that crossed it), and the acknowledgement outranks it.
+    const staleUnknown = answer.rst === 'unknown' && (c.accepted || wasAccepted);
+    if ((answer.rst === 'running' || staleUnknown) && !this.runWaits.has(id)) {
       // It has it and is working on it (a delayed frame, a slow link): one fresh execution window
       // before giving up, so a result that is on its way is not replaced by a timeout.
       this.runWaits.add(id);
@@ -543,15 +623,20 @@ export class Commands extends EventEmitter {
       const ms = plan.ok ? plan.deadlineMs : wait;
       c.deadline_at = this.clock.now() + ms;
       c.updated_at = this.clock.now();
-      this.noted(c, `deadline passed with the device still running it; waiting ${ms} ms more once`);
+      this.noted(
+        c,
+        staleUnknown
+          ? `deadline passed; the device answered "unknown" but had acknowledged it, so the acknowledgement stands; waiting ${ms} ms more once`
+          : `deadline passed with the device still running it; waiting ${ms} ms more once`,
+      );
       return this.arm(id, ms);
     }
-    if (answer.rst === 'unknown' && c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent && c.sends < 2) {
+    if (answer.rst === 'unknown' && !staleUnknown && c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent && c.sends < MAX_SENDS) {
       // The link that carried the answer may have ended since (chaos seed 2619): re-send on the next one.
       const s = this.devices.session(dev);
       if (!s) return this.awaitDevice(c, 'device never received it and went offline after saying so; waiting for it to reconnect');
       c.sends++;
-      this.noted(c, 'device never received it; re-sent once with the same request_id');
+      this.noted(c, `device never received it; re-sent with the same request_id (send #${c.sends} of at most ${MAX_SENDS})`);
       const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
       return this.send(c, s, plan.ok ? plan.deadlineMs : 1000, c.sends);
     }
@@ -562,7 +647,15 @@ export class Commands extends EventEmitter {
           ? `deadline passed and device ${dev} reports the command still running; the outcome is unknown`
           : answer.rst === 'done'
             ? `device ${dev} says the command is done but its result never arrived; the outcome is unknown`
-            : `deadline passed and device ${dev} has no record of request ${c.request_id} in its current boot; whether the hardware acted for it is unknown`,
+            : staleUnknown
+              ? `deadline passed twice; device ${dev} acknowledged request ${c.request_id} but later answered that it has no record of it; the outcome is unknown`
+              : `deadline passed and device ${dev} has no record of request ${c.request_id} in its current boot (up ${answer.s.up} ms): ${
+                  this.wroteOn.get(id) === null
+                    ? 'its cmd was never written (the device had no connection when its journal row was committed)'
+                    : sameLink
+                      ? 'it was asked after the cmd on the connection that carried it, so it did not take the command'
+                      : 'the connection that carried the cmd dropped before the device read it, so it never took the command'
+                } (${c.sends} send${c.sends === 1 ? '' : 's'})`,
     });
   }
 
@@ -625,6 +718,9 @@ export class Commands extends EventEmitter {
     this.doneWaits.delete(c.command_id);
     this.runWaits.delete(c.command_id);
     this.graceAsks.delete(c.command_id);
+    this.wroteOn.delete(c.command_id);
+    this.clock.clearTimeout(this.bounds.get(c.command_id));
+    this.bounds.delete(c.command_id);
     this.logTerminal(c);
     this.changed(c);
   }
