@@ -71,16 +71,16 @@ export class Checker {
   private gens = new Map<string, number>();
   private timeouts = new Map<string, { at: number; gen: number; online: boolean; detail: string }>();
   private terminals = new Map<string, { state: string; at: number; key: string }>();
-  /** Per dev/axis: when its last motion ended in a fault and no state read followed yet. */
-  private unread = new Map<string, { at: number; seq: number; cmd: string }>();
   /**
-   * Order of what the checker saw, finer than the clock: within one instant a fault result can be
-   * journaled after the host already sent the next command (seed 1383), while the client hears that
-   * its submit was sent only after the instant's other timers ran.
+   * For "no drive after a fault without a state read", judged at the end in the host's own order of
+   * decisions (a status is heard only after its batch is on disk, which on a slow disk is seconds
+   * after the host decided it): per dev/axis, when motions ended in a fault (terminal_at) or completed
+   * (itself a measured read); per device, when state reads were answered; and each motion sent, with
+   * its submission time.
    */
-  private seq = 0;
-  /** When each command's cmd frame first left the host (seq). */
-  private cmdSent = new Map<string, number>();
+  private axisEnds = new Map<string, { at: number; fault: boolean; cmd: string }[]>();
+  private reads = new Map<string, number[]>();
+  private motions = new Map<string, { dev: string; axisKey: string; at: number; name: string }>();
   private commandIds = new Set<string>();
   /** Command ids of DEVICE_OFFLINE refusals some submit was answered with. */
   private offlineRefusals = new Set<string>();
@@ -193,8 +193,11 @@ export class Checker {
 
   hostCrashed(): void {}
 
+  /** A state read of dev was answered now. */
   stateRead(dev: string): void {
-    for (const k of [...this.unread.keys()]) if (k.startsWith(dev + '/')) this.unread.delete(k);
+    const r = this.reads.get(dev) ?? [];
+    r.push(this.clock.now());
+    this.reads.set(dev, r);
   }
 
   /** A physical actuation on a rig: attributed to the cmd frame being delivered, if any. */
@@ -221,7 +224,6 @@ export class Checker {
 
   frame(kind: 'send' | 'deliver' | 'delivered', dev: string, dir: 'to_host' | 'to_device', text: string): void {
     if (kind === 'send' && dir === 'to_host' && text.includes('"hello"')) this.hello(dev, text);
-    if (kind === 'send' && dir === 'to_device' && text.includes('"cmd"')) return this.cmdSend(dev, text);
     // Only commands to the device and results from it matter here; skip parsing the rest.
     if (dir === 'to_device' ? kind === 'send' || !text.includes('"cmd"') : kind !== 'send' || !text.includes('"res"')) return;
     const f = parseObject(text);
@@ -261,14 +263,6 @@ export class Checker {
         );
       }
     }
-  }
-
-  private cmdSend(dev: string, text: string): void {
-    const f = parseObject(text);
-    if (!f) return;
-    if (f.t !== 'cmd' || typeof f.rid !== 'string') return;
-    const k = this.key(dev, f.rid);
-    if (!this.cmdSent.has(k)) this.cmdSent.set(k, ++this.seq);
   }
 
   /**
@@ -360,19 +354,8 @@ export class Checker {
         `timeout ${this.clock.now() - Date.parse(s.submitted_at)} ms after submission, deadline ${s.deadline_ms} ms: "${s.detail}"`,
       );
     if (!s.terminal) {
-      // A motion command sent while its axis's last fault was not read since.
-      if (s.state === 'sent' && MOTION.has(s.action)) {
-        const u = this.unread.get(s.device_id + '/' + String(s.args.axis));
-        const sent = this.cmdSent.get(k);
-        this.checks++;
-        // A cmd frame on the wire orders it exactly; without one (the host died first) the submission time does.
-        if (u && (sent !== undefined ? sent > u.seq : Date.parse(s.submitted_at) >= u.at))
-          this.violation(
-            'an axis that ended in a fault is not driven again before a state read',
-            this.name(s.device_id, s.request_id),
-            `sent to the device although ${u.cmd} ended in a fault at t=${u.at} and no state read followed`,
-          );
-      }
+      if (s.state === 'sent' && MOTION.has(s.action) && !this.motions.has(id))
+        this.motions.set(id, { dev: s.device_id, axisKey: s.device_id + '/' + String(s.args.axis), at: Date.parse(s.submitted_at), name: this.name(s.device_id, s.request_id) });
       return;
     }
     const prev = this.terminals.get(id);
@@ -383,10 +366,13 @@ export class Checker {
       return;
     }
     this.terminals.set(id, { state: s.state, at: this.clock.now(), key: k });
-    // A completed motion is itself a measured read of the axis.
-    if (MOTION.has(s.action) && s.state === 'completed') this.unread.delete(s.device_id + '/' + String(s.args.axis));
-    if (MOTION.has(s.action) && (s.state === 'failed' || s.state === 'timeout'))
-      this.unread.set(s.device_id + '/' + String(s.args.axis), { at: this.clock.now(), seq: ++this.seq, cmd: `${s.device_id}/${s.request_id} (${s.state}${s.error_code ? ' ' + s.error_code : ''})` });
+    // A completed motion is itself a measured read of the axis; a failed or timed-out one needs a read.
+    if (MOTION.has(s.action) && (s.state === 'completed' || s.state === 'failed' || s.state === 'timeout')) {
+      const k = s.device_id + '/' + String(s.args.axis);
+      const ends = this.axisEnds.get(k) ?? [];
+      ends.push({ at: Date.parse(s.terminal_at!), fault: s.state !== 'completed', cmd: `${s.device_id}/${s.request_id} (${s.state}${s.error_code ? ' ' + s.error_code : ''})` });
+      this.axisEnds.set(k, ends);
+    }
     if (s.state === 'completed') {
       this.checks++;
       const produced = (this.results.get(k) ?? []).filter((r) => r.st === 'completed');
@@ -418,6 +404,21 @@ export class Checker {
 
   /** After the settle period: every command terminal, or provably still in flight. */
   finish(): void {
+    // No motion admitted after its axis's last motion ended in a fault unless a state read (or a completed
+    // motion) came between, in the host's order of decisions. Same-millisecond decisions count as ordered
+    // fault → read (the host's own rule) and are not judged against a submission in that millisecond.
+    for (const m of this.motions.values()) {
+      this.checks++;
+      const before = (this.axisEnds.get(m.axisKey) ?? []).filter((e) => e.at < m.at);
+      const last = before.reduce<{ at: number; fault: boolean; cmd: string } | undefined>((a, e) => (!a || e.at >= a.at ? e : a), undefined);
+      if (!last || !last.fault) continue;
+      if ((this.reads.get(m.dev) ?? []).some((r) => r >= last.at && r <= m.at)) continue;
+      this.violation(
+        'an axis that ended in a fault is not driven again before a state read',
+        m.name,
+        `submitted at t=${m.at} and sent to the device although ${last.cmd} ended in a fault at t=${last.at} and no state read was answered between`,
+      );
+    }
     const h = this.host();
     if (!h) return;
     for (const c of h.journal.open()) {

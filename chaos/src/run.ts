@@ -11,6 +11,7 @@ import { Fabric, SimRig, type FabricEvent, type FabricFaults } from '@proofrig/s
 import type { Link } from '@proofrig/protocol';
 import { mulberry32 } from '../../sim/src/prng.js';
 import { HostCore } from '../../host/src/core/host.js';
+import { Journal } from '../../host/src/core/journal.js';
 import type { CommandStatus } from '../../host/src/core/commands.js';
 import { Checker, type Violation } from './invariants.js';
 
@@ -85,8 +86,16 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     delayMaxMs: Math.floor(rnd() * 3000),
     reorder: rnd() < 0.5 ? rnd() * 0.05 : 0,
     latencyMs: [1, 1 + Math.floor(rnd() * 30)],
+    // Device CPU from a PC's (nothing) to a chip's (a relay command's frames cost tens to hundreds of ms).
+    deviceCpuMs: rnd() < 0.5 ? [0, 0] : [0, Math.floor(rnd() * 400)],
   };
-  const calm: FabricFaults = { drop: 0, duplicate: 0, delay: 0, delayMaxMs: 0, reorder: 0, latencyMs: fx.latencyMs };
+  // The speed of the chip is not weather: it stays while the network calms down.
+  const calm: FabricFaults = { drop: 0, duplicate: 0, delay: 0, delayMaxMs: 0, reorder: 0, latencyMs: fx.latencyMs, deviceCpuMs: fx.deviceCpuMs };
+  // The host's disk: every journal fsync takes up to this long (0: a fast disk; seconds: an SD card under load).
+  const fsyncMaxMs = rnd() < 0.5 ? 0 : Math.floor(rnd() * (rnd() < 0.3 ? 3000 : 500));
+  const disk = mulberry32(seed ^ 0x5bd1e995);
+  /** Devices whose link misbehaves on cmd frames until a time: cut right after each, or drop each. */
+  const cmdFaults = new Map<string, { kind: 'cut' | 'drop'; until: number }>();
 
   let host: HostCore | undefined;
   let hostClock: ReturnType<typeof scopedClock> | undefined;
@@ -132,7 +141,14 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     // one host process at a time (two on one journal was a harness bug, seed 1001).
     if (host) return;
     hostClock = scopedClock(clock);
-    const h = new HostCore({ db, clock: hostClock, heartbeatMs: HEARTBEAT_MS, offlineGraceMs: 10_000, queryWaitMs: 500 });
+    const h = new HostCore({
+      db,
+      journal: new SimDiskJournal(db, hostClock, () => Math.floor(disk() * fsyncMaxMs)),
+      clock: hostClock,
+      heartbeatMs: HEARTBEAT_MS,
+      offlineGraceMs: 10_000,
+      queryWaitMs: 500,
+    });
     for (const r of rigs) h.provision(r.dev, r.secret, r.board);
     const emit = h.commands.emit.bind(h.commands);
     h.commands.emit = (ev: string | symbol, ...args: unknown[]) => {
@@ -154,7 +170,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     host = h;
     note('host start');
     fabric.hostUp = true;
-    fabric.accept = (link: Link) => {
+    fabric.accept = (link: Link, dev: string) => {
       const hl = host;
       if (!hl) return link.close('host down');
       const send = link.send.bind(link);
@@ -164,6 +180,15 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
           crashArmed--;
           crash('before sending ' + brief(text));
           throw new HostCrash('host crashed before sending a frame');
+        }
+        const cf = text.startsWith('{"t":"cmd"') ? cmdFaults.get(dev) : undefined;
+        if (cf && clock.now() < cf.until) {
+          count('cmd_' + cf.kind);
+          note(`${dev} cmd ${cf.kind === 'drop' ? 'dropped on the way' : 'sent, then the link cut'}: ${brief(text)}`);
+          // A dropped frame puts the sealed counters out of step: the device reconnects at the next one.
+          if (cf.kind === 'drop') return;
+          send(text);
+          return link.close('cut after a cmd');
         }
         send(text);
       };
@@ -263,6 +288,13 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       count('host_crash_before_commit_armed');
     } else if (k < 0.8) {
       hardwareFault(r);
+    } else if (k < 0.86) {
+      // A peer that cuts the link after every cmd, or an on-path dropper of cmd frames, for a while.
+      const kind = rnd() < 0.5 ? 'cut' : 'drop';
+      const ms = 2000 + Math.floor(rnd() * 20000);
+      count('cmd_' + kind + '_period');
+      note(`${r.dev} every cmd ${kind === 'cut' ? 'cut after' : 'dropped'} for ${ms} ms`);
+      cmdFaults.set(r.dev, { kind, until: clock.now() + ms });
     }
     clock.setTimeout(faultTick, 500 + Math.floor(rnd() * 6000));
   };
@@ -389,6 +421,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     fabric.faults = calm;
     crashArmed = 0;
     commitCrashArmed = 0;
+    cmdFaults.clear();
     if (!host) startHost();
     for (const r of rigs) r.rig.setFault(r.board.steppers?.length ? r.board.steppers[0].axis : 'relay1', null);
     note('settle');
@@ -415,6 +448,24 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
   rmSync(dir, { recursive: true, force: true });
   result.wallMs = Date.now() - wall;
   return result;
+}
+
+/**
+ * The journal on a simulated disk: commits deferred to the end of the (virtual) turn as on the real
+ * clock, and every fsync taking `latency()` virtual ms (the file is on tmpfs: the real fsync is free
+ * and skipped). Checkpoints inline: no worker thread in a simulation.
+ */
+class SimDiskJournal extends Journal {
+  constructor(
+    path: string,
+    private readonly clock: Clock,
+    private readonly latency: () => number,
+  ) {
+    super(path, (fn) => clock.setTimeout(fn, 0), { checkpoint: 'inline' });
+  }
+  protected override syncAsync(_fd: number, done: (err: Error | null) => void): void {
+    this.clock.setTimeout(() => done(null), this.latency());
+  }
 }
 
 /** Promise rejections of the current run: a crashed host leaves some behind (they are fine), anything else is a bug. */

@@ -27,6 +27,12 @@ export interface FabricFaults {
   reorder: number;
   /** One-way latency, drawn uniformly in [min, max] ms. */
   latencyMs: [number, number];
+  /**
+   * The device's own time per message, drawn uniformly in [min, max] ms (a chip far slower than a PC):
+   * a message to the device is handled only after the ones before it, each taking this long, and a
+   * message from it leaves this much later.
+   */
+  deviceCpuMs?: [number, number];
 }
 
 export const NO_FAULTS: FabricFaults = { drop: 0, duplicate: 0, delay: 0, delayMaxMs: 0, reorder: 0, latencyMs: [1, 1] };
@@ -123,14 +129,18 @@ class Lane {
     if (fx.drop > 0 && f.draw() < fx.drop) return f.emit({ kind: 'drop', ...ev });
     const copies = fx.duplicate > 0 && f.draw() < fx.duplicate ? 2 : 1;
     if (copies === 2) f.emit({ kind: 'duplicate', ...ev });
+    const cpuMs = fx.deviceCpuMs;
     for (let k = 0; k < copies; k++) {
-      let at = clock.now() + f.latency();
+      const cpu = cpuMs ? cpuMs[0] + Math.floor(f.draw() * (cpuMs[1] - cpuMs[0] + 1)) : 0;
+      let at = clock.now() + f.latency() + (this.dir === 'to_host' ? cpu : 0);
       if (fx.delay > 0 && f.draw() < fx.delay) {
         at += 1 + Math.floor(f.draw() * fx.delayMaxMs);
         f.emit({ kind: 'delay', ...ev });
       }
       if (fx.reorder > 0 && f.draw() < fx.reorder && at < this.tail) f.emit({ kind: 'reorder', ...ev });
       else at = Math.max(at, this.tail);
+      // The device handles what reaches it one message at a time.
+      if (this.dir === 'to_device') at += cpu;
       this.tail = Math.max(this.tail, at);
       const gen = this.conn.gen;
       clock.setTimeout(() => {

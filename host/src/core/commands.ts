@@ -68,7 +68,8 @@ export interface CommandOptions {
 export const MAX_SENDS = 2;
 
 /**
- * The absolute bound of an open command, from its submission: room for every path that ends a command
+ * The absolute bound of an open command, from its first send (or from a restarted host's recovery of
+ * it): room for every path that ends a command
  * on evidence (a re-send and the one fresh window a device reporting it still running gets: three
  * deadlines; the state queries after deadlines and "done" answers: six query waits; one offline grace).
  * Whatever the link does (cut after every cmd, cmd frames dropped), a command still open then ends `timeout`.
@@ -94,6 +95,10 @@ export class Commands extends EventEmitter {
   private wroteOn = new Map<string, Session | null>();
   /** The absolute bound of each open command (absoluteBoundMs). */
   private bounds = new Map<string, TimerHandle>();
+  /** Open commands this host found in the journal at start (their bound counts from then). */
+  private recovered = new Set<string>();
+  /** Commands past their absolute bound, asked one last time, with what the bound was. */
+  private atBound = new Map<string, string>();
 
   constructor(
     private readonly journal: Journal,
@@ -309,7 +314,8 @@ export class Commands extends EventEmitter {
     const id = open.command_id;
     const dev = open.device_id;
     // Its cmd has not been written yet: it will go out on this connection, and nothing may ask before it.
-    if (this.unwritten.has(id)) return;
+    // Past its bound it is being asked one last time already.
+    if (this.unwritten.has(id) || this.atBound.has(id)) return;
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
     const sentAt = open.sent_at;
     const answer = await this.devices.query(dev, open.request_id, wait);
@@ -326,7 +332,10 @@ export class Commands extends EventEmitter {
     // It was sent, so it has a deadline.
     const due = c.deadline_at! <= now;
     if (answer.rst === 'running') {
-      if (due) {
+      // One fresh window per command, shared with expire(): a device that says "running" on every
+      // reconnect does not keep a command open for ever.
+      if (due && !this.runWaits.has(id)) {
+        this.runWaits.add(id);
         const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
         const ms = plan.ok ? plan.deadlineMs : this.devices.rttMax(dev) * 3;
         c.deadline_at = now + ms;
@@ -335,6 +344,11 @@ export class Commands extends EventEmitter {
         this.clock.clearTimeout(this.waiting.get(id));
         this.waiting.delete(id);
         this.arm(id, ms);
+      } else if (due) {
+        this.finish(c, 'timeout', {
+          code: 'TIMEOUT',
+          detail: `deadline passed twice and device ${dev}, asked again after it reconnected, reports the command still running; the outcome is unknown`,
+        });
       }
       return;
     }
@@ -471,6 +485,7 @@ export class Commands extends EventEmitter {
       // trip this new host assumes before measuring one, stands in for it.
       const board = this.devices.board(c.device_id);
       const plan = board ? planAction(board, c.action, c.args, this.devices.rttMax(c.device_id), null) : undefined;
+      this.recovered.add(c.command_id);
       this.bound(c, plan?.ok ? plan.deadlineMs : c.deadline_at - (c.sent_at ?? c.submitted_at));
     }
   }
@@ -535,7 +550,9 @@ export class Commands extends EventEmitter {
     const boot = c.boot_id;
     const dev = c.device_id;
     this.unwritten.add(id);
-    this.bound(c, deadlineMs);
+    // The deadline of an earlier send no longer applies: this one starts when this frame is written.
+    this.clock.clearTimeout(this.deadlines.get(id));
+    this.deadlines.delete(id);
     this.journal.afterCommit(
       () => {
         this.unwritten.delete(id);
@@ -548,31 +565,52 @@ export class Commands extends EventEmitter {
         if (ok) s.send(frame);
         this.wroteOn.set(id, ok ? s : null);
         this.arm(id, deadlineMs);
+        this.bound(cur, deadlineMs);
       },
       () => this.unwritten.delete(id),
     );
     this.changed(c);
   }
 
-  /** Arm the absolute bound of a command (once, from its submission). */
+  /**
+   * Arm the absolute bound of a command, once per host process: from its first write (a slow disk before
+   * it is not the link's doing), or from the recovery of a command a restarted host found open.
+   */
   private bound(c: CommandRecord, deadlineMs: number): void {
     const id = c.command_id;
     if (this.bounds.has(id)) return;
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(c.device_id) * 3);
     const ms = absoluteBoundMs(deadlineMs, wait, this.opts.offlineGraceMs);
-    const at = c.submitted_at + ms;
+    const from = this.clock.now();
     this.bounds.set(
       id,
-      this.clock.setTimeout(() => {
-        this.bounds.delete(id);
-        const cur = this.journal.get(id);
-        if (!cur || isTerminal(cur.state)) return;
-        this.finish(cur, 'timeout', {
-          code: 'TIMEOUT',
-          detail: `no terminal evidence within ${ms} ms of its submission (the absolute bound: 3 × its ${deadlineMs} ms deadline, 6 × ${wait} ms of state queries and ${this.opts.offlineGraceMs} ms of offline grace; ${cur.sends} send${cur.sends === 1 ? '' : 's'}, last state ${cur.state}); the outcome is unknown`,
-        });
-      }, Math.max(0, at - this.clock.now())),
+      this.clock.setTimeout(() => this.boundReached(id, ms, deadlineMs, wait), ms),
     );
+  }
+
+  /**
+   * The bound passed. A deadline of the command that is still running (it was re-sent or got its one
+   * fresh window late) is let run out first; then the device is asked one last time: its stored result
+   * still counts, anything else ends the command `timeout` saying so.
+   */
+  private boundReached(id: string, ms: number, deadlineMs: number, wait: number): void {
+    this.bounds.delete(id);
+    const cur = this.journal.get(id);
+    if (!cur || isTerminal(cur.state)) return;
+    const later = (cur.deadline_at ?? 0) + wait - this.clock.now();
+    if (later > 0 && this.deadlines.has(id)) {
+      this.bounds.set(id, this.clock.setTimeout(() => this.boundReached(id, ms, deadlineMs, wait), later));
+      return;
+    }
+    this.atBound.set(
+      id,
+      `no terminal evidence within ${ms} ms of its ${this.recovered.has(id) ? 'recovery by this host after a restart' : 'first send'} (the absolute bound: 3 × its ${deadlineMs} ms deadline, 6 × ${wait} ms of state queries and ${this.opts.offlineGraceMs} ms of offline grace; ${cur.sends} send${cur.sends === 1 ? '' : 's'})`,
+    );
+    this.clock.clearTimeout(this.deadlines.get(id));
+    this.deadlines.delete(id);
+    this.clock.clearTimeout(this.waiting.get(id));
+    this.waiting.delete(id);
+    void this.expire(id);
   }
 
   private arm(id: string, ms: number): void {
@@ -586,8 +624,15 @@ export class Commands extends EventEmitter {
     this.deadlines.delete(id);
     let c = this.journal.get(id);
     if (!c || isTerminal(c.state)) return; // (finish() cleared the timers that lead here)
+    // Sent again and not written yet: its write arms the deadline; nothing may ask before it.
+    if (this.unwritten.has(id)) return;
     const dev = c.device_id;
-    if (!this.devices.session(dev)) return this.awaitDevice(c, 'deadline passed while the device is offline; waiting for it to reconnect');
+    // At the absolute bound the device is asked one last time and nothing more is waited for but its result.
+    const last = this.atBound.get(id);
+    if (!this.devices.session(dev)) {
+      if (last !== undefined) return this.finish(c, 'timeout', { code: 'TIMEOUT', detail: `${last}; device ${dev} is offline and could not be asked; the outcome is unknown` });
+      return this.awaitDevice(c, 'deadline passed while the device is offline; waiting for it to reconnect');
+    }
     const wait = Math.max(this.opts.queryWaitMs, this.devices.rttMax(dev) * 3);
     const sentAt = c.sent_at;
     const wasAccepted = c.accepted;
@@ -600,12 +645,15 @@ export class Commands extends EventEmitter {
     // Re-sent while we asked (a reconnect): the answer is about the old send; the new one has its own deadline.
     if (c.sent_at !== sentAt) return;
     // No answer: the link is probably dead even if its heartbeat has not timed out yet.
-    if (!answer) return this.awaitDevice(c, `device did not answer a state query within ${wait} ms; waiting for it to reconnect`);
+    if (!answer) {
+      if (last !== undefined) return this.finish(c, 'timeout', { code: 'TIMEOUT', detail: `${last}; device ${dev} did not answer a state query within ${wait} ms; the outcome is unknown` });
+      return this.awaitDevice(c, `device did not answer a state query within ${wait} ms; waiting for it to reconnect`);
+    }
     c.device_state = answer.s;
     // What is journaled next (a note, a re-send) happens now: its history event carries this time.
     c.device_state_at = c.updated_at = this.clock.now();
     if (this.restartedSince(c, answer.s.up)) return;
-    if (answer.rst === 'done' && (this.doneWaits.get(id) ?? 0) < 3) {
+    if (answer.rst === 'done' && (this.doneWaits.get(id) ?? 0) < (last !== undefined ? 1 : 3)) {
       // The device re-sends the stored result right after its state frame; give it a round trip.
       this.doneWaits.set(id, (this.doneWaits.get(id) ?? 0) + 1);
       this.arm(id, this.devices.rttMax(dev) * 2);
@@ -615,7 +663,7 @@ export class Commands extends EventEmitter {
     // "unknown" although the device acknowledged it (before or since the answer): the answer is older than
     // the device's own record (a frame that crossed it), and the acknowledgement outranks it.
     const staleUnknown = answer.rst === 'unknown' && (c.accepted || wasAccepted);
-    if ((answer.rst === 'running' || staleUnknown) && !this.runWaits.has(id)) {
+    if ((answer.rst === 'running' || staleUnknown) && !this.runWaits.has(id) && last === undefined) {
       // It has it and is working on it (a delayed frame, a slow link): one fresh execution window
       // before giving up, so a result that is on its way is not replaced by a timeout.
       this.runWaits.add(id);
@@ -631,7 +679,7 @@ export class Commands extends EventEmitter {
       );
       return this.arm(id, ms);
     }
-    if (answer.rst === 'unknown' && !staleUnknown && c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent && c.sends < MAX_SENDS) {
+    if (answer.rst === 'unknown' && !staleUnknown && last === undefined && c.state === 'sent' && isActionName(c.action) && ACTIONS[c.action].idempotent && c.sends < MAX_SENDS) {
       // The link that carried the answer may have ended since (chaos seed 2619): re-send on the next one.
       const s = this.devices.session(dev);
       if (!s) return this.awaitDevice(c, 'device never received it and went offline after saying so; waiting for it to reconnect');
@@ -640,9 +688,7 @@ export class Commands extends EventEmitter {
       const plan = planAction(this.devices.board(dev)!, c.action, c.args, this.devices.rttMax(dev), this.devices.state(dev));
       return this.send(c, s, plan.ok ? plan.deadlineMs : 1000, c.sends);
     }
-    this.finish(c, 'timeout', {
-      code: 'TIMEOUT',
-      detail:
+    const why =
         answer.rst === 'running'
           ? `deadline passed and device ${dev} reports the command still running; the outcome is unknown`
           : answer.rst === 'done'
@@ -655,8 +701,8 @@ export class Commands extends EventEmitter {
                     : sameLink
                       ? 'it was asked after the cmd on the connection that carried it, so it did not take the command'
                       : 'the connection that carried the cmd dropped before the device read it, so it never took the command'
-                } (${c.sends} send${c.sends === 1 ? '' : 's'})`,
-    });
+                } (${c.sends} send${c.sends === 1 ? '' : 's'})`;
+    this.finish(c, 'timeout', { code: 'TIMEOUT', detail: last !== undefined ? `${last}; ${why}` : why });
   }
 
   /** The device's real state cannot be read now: wait (bounded) for it to come back and be asked again. */
@@ -719,6 +765,8 @@ export class Commands extends EventEmitter {
     this.runWaits.delete(c.command_id);
     this.graceAsks.delete(c.command_id);
     this.wroteOn.delete(c.command_id);
+    this.recovered.delete(c.command_id);
+    this.atBound.delete(c.command_id);
     this.clock.clearTimeout(this.bounds.get(c.command_id));
     this.bounds.delete(c.command_id);
     this.logTerminal(c);
