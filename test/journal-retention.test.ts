@@ -137,6 +137,23 @@ describe('a pruned command is answered "pruned", never "unknown", and its reques
     expect(core.commands.status(again.command_id)!.request_id).toBe(again.request_id);
   });
 
+  it('a refusal of the moment that retention pruned leaves no tombstone: a retry with its request_id is judged anew and runs', async () => {
+    d.link.close();
+    await flush();
+    const offline = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true }, request_id: 'offline-key' });
+    expect(offline).toMatchObject({ state: 'rejected', error_code: 'DEVICE_OFFLINE' });
+    clock.advance(31 * DAY);
+    await flush();
+    expect(core.status(offline.command_id)).toBeUndefined();
+    expect(core.pruned(offline.command_id)).toBeUndefined();
+    await connect();
+    const sent = d.of('cmd').length;
+    const again = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 3, on: true }, request_id: 'offline-key' });
+    await flush();
+    expect(again).toMatchObject({ state: 'sent', request_id: 'offline-key' });
+    expect(d.of('cmd').length).toBe(sent + 1);
+  });
+
   it('tombstones survive a host restart', async () => {
     const id = await completed();
     clock.advance(31 * DAY);

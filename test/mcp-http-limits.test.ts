@@ -1,8 +1,10 @@
 // No request body ends the host: a body over the limit is refused 413 from its Content-Length or
-// while it is read, and the host (a real `proofrig serve` process) answers the next call.
+// while it is read, and the host (a real `proofrig serve` process) answers the next call. And SIGTERM
+// ends it within its documented bound whatever its connections are doing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import * as net from 'node:net';
 import * as http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -150,4 +152,56 @@ describe('the process guard', () => {
       remove();
     }
   });
+});
+
+describe('SIGTERM ends the host within its bound, whatever its connections are doing', () => {
+  it('during a flood of held and churning connections from loopback aliases and open event streams: exit 0 within 5 s, sockets closed, journal closed (no WAL left)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proofrig-term-'));
+    const db = join(dir, '.proofrig', 'journal.db');
+    const child = spawn(process.execPath, [BIN, 'serve', '--http', '0', '--db', db], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let exit: { code: number | null; at: number } | undefined;
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.once('exit', (code) => (exit = { code, at: Date.now() }));
+    await until(() => /127\.0\.0\.1:(\d+)\/mcp/.test(stdout), 20000, 'host banner');
+    const port = Number(/127\.0\.0\.1:(\d+)\/mcp/.exec(stdout)![1]);
+    const token = readFileSync(join(dir, '.proofrig', 'agent-token'), 'utf8').trim();
+    const socks: net.Socket[] = [];
+    // Event streams held open with the agent token, and raw connections with half-sent headers.
+    for (let i = 0; i < 8; i++) {
+      const s = net.connect(port, '127.0.0.1');
+      s.on('error', () => {});
+      s.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+      socks.push(s);
+    }
+    let churning = true;
+    const churn = async (alias: number) => {
+      while (churning) {
+        const s = net.connect({ port, host: '127.0.0.1', localAddress: `127.0.0.${alias}` });
+        s.on('error', () => {});
+        socks.push(s);
+        await new Promise((r) => s.once('connect', r).once('close', r));
+        s.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    const churners = [2, 3, 4, 5].map((a) => churn(a));
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      const sent = Date.now();
+      child.kill('SIGTERM');
+      await until(() => exit !== undefined, 8000, 'host exit');
+      expect(exit!.code).toBe(0);
+      expect(exit!.at - sent).toBeLessThan(5000);
+      expect(stderr).toMatch(/"evt":"shutdown_done"/);
+      expect(existsSync(db + '-wal')).toBe(false);
+    } finally {
+      churning = false;
+      await Promise.all(churners);
+      for (const s of socks) s.destroy();
+      child.kill('SIGKILL');
+    }
+  }, 30_000);
 });

@@ -198,7 +198,7 @@ describe('sessions end and are bounded', () => {
     expect(JSON.parse(r.body).error.message).toMatch(/unknown or expired MCP session.*initialize a new one/);
   });
 
-  it('bare initialize calls stop at the session cap with a clear 503; nothing grows past it', async () => {
+  it('bare initialize calls stop at the session cap with a clear 503; nothing grows past it, and the last sessions stay the operator\'s', async () => {
     const h = await start({ maxSessions: 5 });
     const statuses: number[] = [];
     let last = '';
@@ -207,9 +207,13 @@ describe('sessions end and are bounded', () => {
       statuses.push(r.status);
       if (r.status !== 200) last = r.body;
     }
-    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
-    expect(statuses.filter((s) => s === 503)).toHaveLength(35);
-    expect(JSON.parse(last).error.message).toMatch(/too many open MCP sessions \(5\).*DELETE \/mcp/);
+    // 2 of the 5 are kept for the operator token.
+    expect(statuses.filter((s) => s === 200)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 503)).toHaveLength(37);
+    expect(JSON.parse(last).error.message).toMatch(/too many open MCP sessions \(3 of 5, the last 2 kept for the operator token\).*DELETE \/mcp/);
+    expect(h.sessionCount()).toBe(3);
+    const op = [await post(h.port, bearer(TOKENS.operator)), await post(h.port, bearer(TOKENS.operator)), await post(h.port, bearer(TOKENS.operator))];
+    expect(op.map((r) => r.status)).toEqual([200, 200, 503]);
     expect(h.sessionCount()).toBe(5);
   });
 
@@ -247,12 +251,13 @@ describe('one peer cannot take the listener', () => {
     return socks;
   };
 
-  it('connections past the per-address cap are closed at once; the ones held with half-sent headers go at the header deadline', async () => {
+  it('past the per-address cap and its operator reserve the oldest idle connections give way at once; the ones held with half-sent headers go at the header deadline', async () => {
     const h = await start({ maxConnectionsPerAddress: 5, headersTimeoutMs: 500, requestTimeoutMs: 1000 });
     const t0 = Date.now();
     const socks = await openRaw(h.port, 12);
-    await until(() => socks.slice(5).every((x) => x.closedAt !== undefined), 1000, 'over-cap sockets closed');
-    expect(socks.slice(0, 5).every((x) => x.closedAt === undefined)).toBe(true);
+    // 5 + the 4 kept for the operator: the 3 oldest made room for the newest.
+    await until(() => socks.slice(0, 3).every((x) => x.closedAt !== undefined), 1000, 'oldest sockets closed');
+    expect(socks.slice(3).every((x) => x.closedAt === undefined)).toBe(true);
     await until(() => socks.every((x) => x.closedAt !== undefined), 4000, 'half-open sockets closed');
     expect(Math.max(...socks.map((x) => x.closedAt! - t0))).toBeLessThan(3000);
     // and the listener serves again

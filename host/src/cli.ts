@@ -131,12 +131,25 @@ export function buildCli(verbs?: Verbs): Command {
       const stop = (why: string) => {
         if (stopping) return;
         stopping = true;
+        const t0 = Date.now();
         logger.info({ evt: 'shutdown', reason: why }, 'shutting down');
-        setTimeout(() => process.exit(0), SHUTDOWN_HARD_MS).unref();
+        // A close that hangs cannot keep the host alive; it then exits 1 and says the journal was not closed.
+        setTimeout(() => {
+          logger.error({ evt: 'shutdown_forced', after_ms: SHUTDOWN_HARD_MS }, `shutdown did not finish within ${SHUTDOWN_HARD_MS} ms; exiting without a clean journal close (SQLite recovers it at the next start)`);
+          process.exit(1);
+        }, SHUTDOWN_HARD_MS).unref();
         void started
           .then((r) => r.close())
-          .catch(() => {})
-          .finally(() => process.exit(0));
+          .then(
+            () => {
+              logger.info({ evt: 'shutdown_done', ms: Date.now() - t0 }, 'stopped: sockets closed, journal closed');
+              process.exit(0);
+            },
+            (e: unknown) => {
+              logger.error({ evt: 'shutdown_failed', err: (e as Error)?.message }, 'shutdown failed');
+              process.exit(1);
+            },
+          );
       };
       for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => stop(sig));
       // A stdio client that goes away closes our stdin: that is the end of this host (under npx too).

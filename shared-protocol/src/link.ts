@@ -15,6 +15,11 @@ export interface Link {
   onmessage?: (text: string) => void;
   /** Set by the owner: fires once when either side closed or the transport died. */
   onclose?: (reason: string) => void;
+  /**
+   * Optional: the host core calls it once the peer proved itself a provisioned device (its handshake
+   * finished), so the transport can stop counting the connection against per-address caps.
+   */
+  authenticated?(): void;
   /** Where the peer is, for logs (e.g. "ws 127.0.0.1:53122", "memory"). */
   readonly remote: string;
   readonly closed: boolean;

@@ -19,6 +19,7 @@ import type { Session } from './session.js';
 import { newCommandId, newRequestId } from './ids.js';
 import { planAction } from './plan.js';
 import { isoTime } from './iso.js';
+import { LogLimiter } from './log-limit.js';
 import { ACTIONS, isActionName, type ActionName } from '@proofrig/protocol';
 
 export interface SubmitInput {
@@ -100,6 +101,9 @@ export class Commands extends EventEmitter {
   /** Commands past their absolute bound, asked one last time, with what the bound was. */
   private atBound = new Map<string, string>();
 
+  /** Warnings a device can provoke at will (a result for a request never sent), limited per device. */
+  private readonly limiter: LogLimiter;
+
   constructor(
     private readonly journal: Journal,
     private readonly devices: Devices,
@@ -108,6 +112,7 @@ export class Commands extends EventEmitter {
     private readonly opts: CommandOptions,
   ) {
     super();
+    this.limiter = new LogLimiter(clock);
     this.setMaxListeners(0);
   }
 
@@ -430,7 +435,10 @@ export class Commands extends EventEmitter {
     // Confirm first, whatever happens next: the device may drop it from its outbox once it is journaled or known.
     const c = this.journal.byRequest(dev, f.rid);
     if (!c) {
-      this.log.warn({ evt: 'unknown_result', device_id: dev, rid: f.rid }, 'result for a request this host never sent');
+      // A device can send these at will: a few lines per device and window, then a count.
+      this.limiter.hit('unknown_result ' + dev, (suppressed) =>
+        this.log.warn({ evt: 'unknown_result', device_id: dev, rid: f.rid, ...(suppressed ? { suppressed } : {}) }, 'result for a request this host never sent'),
+      );
       this.journal.afterCommit(() => s.sendRider({ t: 'rack', rid: f.rid }));
       return;
     }

@@ -454,7 +454,8 @@ export class Journal {
       oldestTerminalIds: this.db.prepare('SELECT command_id FROM commands WHERE terminal_at IS NOT NULL ORDER BY terminal_at, rowid LIMIT ?'),
       tombstone: this.db.prepare(
         'INSERT OR REPLACE INTO pruned_commands (command_id, device_id, request_id, action, state, submitted_at, terminal_at, pruned_at) ' +
-          'SELECT command_id, device_id, request_id, action, state, submitted_at, terminal_at, ? FROM commands WHERE command_id = ? AND terminal_at IS NOT NULL',
+          // A refusal of the moment executed nothing and leaves no tombstone: its request_id stays free, judged anew.
+          `SELECT command_id, device_id, request_id, action, state, submitted_at, terminal_at, ? FROM commands WHERE command_id = ? AND terminal_at IS NOT NULL AND NOT ${MOMENT_SQL}`,
       ),
       dropEvents: this.db.prepare('DELETE FROM command_events WHERE command_id = ?'),
       dropCommand: this.db.prepare('DELETE FROM commands WHERE command_id = ? AND terminal_at IS NOT NULL'),

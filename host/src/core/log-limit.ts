@@ -51,5 +51,15 @@ export function remoteAddress(remote: string): string {
   const sp = remote.lastIndexOf(' ');
   const a = remote.slice(sp + 1);
   const colon = a.lastIndexOf(':');
-  return colon > 0 && /^\d+$/.test(a.slice(colon + 1)) ? a.slice(0, colon) : a;
+  return peerKey(colon > 0 && /^\d+$/.test(a.slice(colon + 1)) ? a.slice(0, colon) : a);
+}
+
+/**
+ * The key a peer address is counted under for caps and log limits: every loopback address (all of
+ * 127.0.0.0/8, ::1 and their IPv4-mapped forms) is one machine, so aliases cannot multiply a cap.
+ */
+export function peerKey(addr: string | undefined): string {
+  if (!addr) return '?';
+  if (addr === '::1' || addr.startsWith('127.') || addr.startsWith('::ffff:127.')) return 'loopback';
+  return addr.startsWith('::ffff:') ? addr.slice(7) : addr;
 }

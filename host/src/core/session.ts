@@ -225,7 +225,7 @@ export class Session {
         // Forged, replayed, reordered or truncated: no answer (an oracle for nobody), no liveness credit.
         this.refusedFrames++;
         if ((this.refusedFrames & (this.refusedFrames - 1)) === 0 || u.lost)
-          this.log.warn({ evt: 'frame_refused', dev: this.dev, remote: this.link.remote, why: u.why, count: this.refusedFrames }, 'frame from device refused');
+          this.warn({ evt: 'frame_refused', why: u.why, count: this.refusedFrames }, 'frame from device refused');
         // The device's own MAC on a later counter: one of its frames is gone, and every later one
         // would be refused too. End the link now; the device reconnects and re-sends its results.
         if (u.lost) this.close('a frame from the device was lost on this connection');
@@ -253,7 +253,7 @@ export class Session {
     }
     if (f.t === 'hb' && f.bad !== undefined && f.bad !== this.refusedByDevice) {
       this.refusedByDevice = f.bad;
-      this.log.warn({ evt: 'frames_refused_by_device', dev: this.dev, count: f.bad }, 'device refused frames on this connection');
+      this.warn({ evt: 'frames_refused_by_device', count: f.bad }, 'device refused frames on this connection');
     }
     this.h.frame(this, f);
   }
@@ -286,6 +286,7 @@ export class Session {
       this.send({ t: 'ok', hb, mac: proof });
       this.key = createHmac('sha256', cred.secret).update(sessionKeyMessage(hello.dev, hello.boot, hello.cn, this.sn)).digest();
       this.authed = true;
+      this.link.authenticated?.();
       this.boot = hello.boot;
       this.fw = hello.fw;
       this.h.online(this);

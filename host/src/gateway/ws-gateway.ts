@@ -22,6 +22,8 @@ export class WsLink implements Link {
     private readonly log?: Logger,
     /** The socket under ws (the gateway's upgraded one), for several frames in one write. */
     private readonly socket?: { cork(): void; uncork(): void },
+    /** Told once the device behind this link finished its handshake. */
+    private readonly onAuthenticated?: () => void,
   ) {
     ws.on('message', (data, isBinary) => {
       try {
@@ -41,6 +43,10 @@ export class WsLink implements Link {
   send(text: string): void {
     if (this.closed || this.ws.readyState !== this.ws.OPEN) return;
     this.ws.send(text);
+  }
+
+  authenticated(): void {
+    this.onAuthenticated?.();
   }
 
   sendBatch(texts: string[]): void {
@@ -69,10 +75,14 @@ export class WsLink implements Link {
 export class WsGateway {
   private wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
 
-  /** `accept` receives every device connection, e.g. `(link) => core.attach(link)`. */
+  /**
+   * `accept` receives every device connection, e.g. `(link) => core.attach(link)`. `refuse` may turn an
+   * upgrade away first (the listener's caps); `authenticated` hears of a socket whose device proved itself.
+   */
   constructor(
     private readonly accept: (link: Link) => void,
     private readonly log?: Logger,
+    private readonly hooks: { refuse?: (socket: Duplex) => string | null; authenticated?: (socket: Duplex) => void } = {},
   ) {}
 
   /** Take over WebSocket upgrades on DEVICE_PATH of an HTTP server; other paths are refused. */
@@ -86,10 +96,15 @@ export class WsGateway {
       socket.end(`HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n\r\nDevices connect at ${DEVICE_PATH}\n`);
       return;
     }
+    const refused = this.hooks.refuse?.(socket);
+    if (refused) {
+      socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${refused}\n`);
+      return;
+    }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const remote = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
       try {
-        this.accept(new WsLink(ws, remote, this.log, socket));
+        this.accept(new WsLink(ws, remote, this.log, socket, () => this.hooks.authenticated?.(socket)));
       } catch (e) {
         this.log?.error({ evt: 'link_failed', remote, err: (e as Error)?.stack ?? String(e) }, 'accepting a device connection failed');
         ws.terminate();

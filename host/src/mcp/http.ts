@@ -10,10 +10,13 @@ import type { Logger } from 'pino';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { HostCore } from '../core/host.js';
-import { LogLimiter } from '../core/log-limit.js';
+import { LogLimiter, peerKey } from '../core/log-limit.js';
 import { WsGateway } from '../gateway/ws-gateway.js';
 import { allowedHosts, allowedOrigins, authenticate, checkHeaders, isLoopback, mcpAllowedFrom, type Tokens } from './access.js';
 import { createMcpServer, type McpOptions } from './tools.js';
+import { hasOperatorScope } from './operator-tools.js';
+import { AddressCaps } from './address-caps.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { DASHBOARD_HTML } from '../dashboard/page.js';
 import { serveEvents } from '../dashboard/events.js';
 
@@ -109,9 +112,19 @@ function jsonRpcError(res: ServerResponse, status: number, message: string, head
 interface McpSession {
   transport: StreamableHTTPServerTransport;
   lastUsed: number;
-  /** Requests of this session being served right now: a busy session never expires. */
+  /**
+   * Requests of this session being served right now (POST, DELETE): a busy session does not expire.
+   * An open GET stream does not count: a session expires on request inactivity, its streams with it.
+   */
   busy: number;
 }
+
+/** Open streams (MCP GET, /events) one token may hold at once. */
+export const STREAMS_PER_TOKEN = 8;
+/** Connections per address past the cap that only the operator token may use. */
+export const OPERATOR_CONNECTIONS = 4;
+/** MCP sessions only the operator token may open: the others stop this many short of the cap. */
+export const operatorSessions = (maxSessions: number) => Math.min(Math.floor(maxSessions / 2), Math.max(2, Math.floor(maxSessions / 8)));
 
 /** Listen on port (0 = any free port) with MCP at /mcp and devices at /device. */
 export async function startHttpHost(core: HostCore, port: number, o: HttpOptions): Promise<HttpHost> {
@@ -125,14 +138,30 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
   const limiter = new LogLimiter(core.clock);
   const sessions = new Map<string, McpSession>();
   let initializing = 0;
-  const gateway = new WsGateway((link) => core.attach(link), log);
+  // Per-address cap: one peer cannot hold every slot (a flood from one LAN address leaves room for
+  // devices and local clients); see address-caps.ts for the operator's reserve and who gives way.
+  const caps = new AddressCaps(perAddress, OPERATOR_CONNECTIONS, (key, open, evicted) =>
+    limiter.hit(key, (suppressed) =>
+      log.warn(
+        { evt: 'connection_refused', remote: key, open, evicted, ...(suppressed ? { suppressed } : {}) },
+        evicted ? 'too many connections from one address: its oldest idle one was closed' : 'too many connections from one address',
+      ),
+    ),
+  );
+  const reserved = caps.reserved;
+  /** Open streams per token identity (client id, or "none" without auth). */
+  const streams = new Map<string, number>();
+  const gateway = new WsGateway((link) => core.attach(link), log, {
+    refuse: (sock) => (reserved.has(sock as Socket) ? `connections from this address are at their cap (${perAddress}); the few past it are kept for the operator's MCP requests` : null),
+    authenticated: (sock) => caps.release(sock as Socket),
+  });
   let hosts: string[] = [];
   let origins: string[] = [];
 
   /** Refusals a stranger can provoke are logged a few times per address, not per request. */
   const refused = (req: IncomingMessage, status: number, why: string) =>
-    limiter.hit(req.socket.remoteAddress ?? '?', (suppressed) =>
-      log.warn({ evt: 'mcp_refused', remote: req.socket.remoteAddress, status, why, ...(suppressed ? { suppressed } : {}) }, 'MCP request refused'),
+    limiter.hit(peerKey(req.socket?.remoteAddress), (suppressed) =>
+      log.warn({ evt: 'mcp_refused', remote: req.socket?.remoteAddress, status, why, ...(suppressed ? { suppressed } : {}) }, 'MCP request refused'),
     );
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -177,20 +206,31 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
       // The SDK hands this to every tool handler as extra.authInfo (scopes decide operator-only tools).
       (req as IncomingMessage & { auth?: unknown }).auth = auth;
     }
+    const auth = (req as IncomingMessage & { auth?: AuthInfo }).auth;
+    const operator = hasOperatorScope(auth);
+    if (reserved.has(req.socket) && !operator) {
+      refused(req, 503, 'operator reserve');
+      res.once('finish', () => req.socket?.destroy());
+      return jsonRpcError(res, 503, `connections from this address are at their cap (${perAddress}); the few past it are kept for the operator token. Close idle connections or streams and retry`, { connection: 'close', 'retry-after': '5' });
+    }
+    const who = auth?.clientId ?? 'none';
     if (path === EVENTS_PATH) {
       if (req.method !== 'GET') return void res.writeHead(405, { allow: 'GET' }).end();
+      if (!takeStream(who, req, res)) return;
       return serveEvents(core, req, res);
     }
     const sid = req.headers['mcp-session-id'];
     const existing = typeof sid === 'string' ? sessions.get(sid) : undefined;
     if (existing) {
       existing.lastUsed = Date.now();
-      existing.busy++;
+      const stream = req.method === 'GET';
+      if (stream && !takeStream(who, req, res)) return;
+      if (!stream) existing.busy++;
       try {
         const body = req.method === 'POST' ? await readJson(req) : undefined;
         await existing.transport.handleRequest(req, res, body);
       } finally {
-        existing.busy--;
+        if (!stream) existing.busy--;
         existing.lastUsed = Date.now();
       }
       return;
@@ -199,9 +239,16 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
     if (req.method !== 'POST') return jsonRpcError(res, 400, 'missing mcp-session-id header; initialize a session with POST first');
     const body = await readJson(req);
     if (!isInitializeRequest(body)) return jsonRpcError(res, 400, 'first request of a session must be initialize');
-    if (sessions.size + initializing >= maxSessions) {
+    // The last few sessions are the operator's: a token holder filling the cap never locks the operator out.
+    const cap = operator ? maxSessions : maxSessions - operatorSessions(maxSessions);
+    if (sessions.size + initializing >= cap) {
       refused(req, 503, 'session cap');
-      return jsonRpcError(res, 503, `too many open MCP sessions (${maxSessions}); close one (DELETE ${MCP_PATH} with its mcp-session-id) or wait until idle ones expire after ${Math.round(idleMs / 1000)} s`, { 'retry-after': '30' });
+      return jsonRpcError(
+        res,
+        503,
+        `too many open MCP sessions (${sessions.size} of ${maxSessions}${operator ? '' : `, the last ${operatorSessions(maxSessions)} kept for the operator token`}); close one (DELETE ${MCP_PATH} with its mcp-session-id) or wait until idle ones expire after ${Math.round(idleMs / 1000)} s without a request`,
+        { 'retry-after': '30' },
+      );
     }
     initializing++;
     try {
@@ -221,6 +268,23 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
     } finally {
       initializing--;
     }
+  };
+
+  /** Count a stream of `who` that stays open until the response closes; false (answered 429) past the cap. */
+  const takeStream = (who: string, req: IncomingMessage, res: ServerResponse): boolean => {
+    const n = streams.get(who) ?? 0;
+    if (n >= STREAMS_PER_TOKEN) {
+      refused(req, 429, 'stream cap');
+      jsonRpcError(res, 429, `this token already holds ${n} open streams (MCP GET and /events), the most one token may hold; close one and retry`, { 'retry-after': '5' });
+      return false;
+    }
+    streams.set(who, n + 1);
+    res.once('close', () => {
+      const m = (streams.get(who) ?? 1) - 1;
+      if (m <= 0) streams.delete(who);
+      else streams.set(who, m);
+    });
+    return true;
   };
 
   /**
@@ -263,32 +327,19 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
     },
     (req, res) => {
       // Taken now: by the time a failure is handled the socket may be gone (req.socket is then null).
-      const remote = req.socket?.remoteAddress ?? '?';
+      const sock = req.socket;
+      const remote = peerKey(sock?.remoteAddress);
+      // While a request (or a stream) is served, its connection is not the one to make room.
+      caps.busy(sock);
+      res.once('close', () => caps.idle(sock));
       handle(req, res).catch((e: unknown) => failed(req, res, remote, e));
     },
   );
   server.maxConnections = o.maxConnections ?? 256;
   server.keepAliveTimeout = 5000;
 
-  // Per-address cap: one peer cannot hold every slot (a flood from one LAN address leaves room
-  // for devices and local clients).
-  const perAddr = new Map<string, number>();
   server.on('connection', (sock: Socket) => {
-    const a = sock.remoteAddress ?? '?';
-    const n = (perAddr.get(a) ?? 0) + 1;
-    if (n > perAddress) {
-      limiter.hit(a, (suppressed) =>
-        log.warn({ evt: 'connection_refused', remote: a, open: n - 1, ...(suppressed ? { suppressed } : {}) }, 'too many connections from one address'),
-      );
-      sock.destroy();
-      return;
-    }
-    perAddr.set(a, n);
-    sock.once('close', () => {
-      const m = (perAddr.get(a) ?? 1) - 1;
-      if (m <= 0) perAddr.delete(a);
-      else perAddr.set(a, m);
-    });
+    if (caps.admit(sock)) sock.once('close', () => caps.release(sock));
   });
   server.on('clientError', (err, sock) => {
     // Timeouts and malformed requests end here; never let one reach the process.
