@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { functionsOf, linesOf } from './mutation-functions.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // The scoped full runs' reports (stryker.scope.config.mjs: full-<scope>.json) merged with a
@@ -32,21 +33,32 @@ const ALLOWED = join(ROOT, 'test/mutation/allowed-survivors.json');
 const MIN = 90;
 
 const allowed = existsSync(ALLOWED) ? JSON.parse(readFileSync(ALLOWED, 'utf8')).survivors : [];
-// An entry names the mutant by the text of its source line (`code`, a part of that line), so it
-// stays valid when lines above it move; `line`/`column` pin it further where `code` is not unique.
-const isAllowed = (file, m, source) => {
-  const text = source.split('\n')[m.location.start.line - 1] ?? '';
-  return allowed.some(
-    (a) =>
-      a.file === file &&
-      a.mutator === m.mutatorName &&
-      (a.replacement === undefined || a.replacement === m.replacement) &&
-      (a.code === undefined || text.includes(a.code)) &&
-      (a.line === undefined || a.line === m.location.start.line) &&
-      (a.column === undefined || a.column === m.location.start.column) &&
-      (a.code !== undefined || a.line !== undefined),
-  );
+// An entry names the mutant by the function it is in and a part of its source line (`code`), so it
+// stays valid when lines move; `occurrence` picks the n-th such line in that function where `code`
+// is not unique there. An entry whose function or code is no longer in its file is stale: refused.
+const indexes = new Map();
+const indexOf = (file, source) => {
+  let i = indexes.get(file);
+  if (!i || i.source !== source) indexes.set(file, (i = { source, fns: functionsOf(source, file) }));
+  return i.fns;
 };
+const isAllowed = (file, m, source) => {
+  const line = m.location.start.line;
+  const text = source.split('\n')[line - 1] ?? '';
+  const fns = indexOf(file, source);
+  return allowed.some((a) => {
+    if (a.file !== file || a.mutator !== m.mutatorName || (a.replacement !== undefined && a.replacement !== m.replacement)) return false;
+    if (!text.includes(a.code) || fns.at(line, text.indexOf(a.code) + 1) !== a.function) return false;
+    if (a.column !== undefined && a.column !== m.location.start.column) return false;
+    return a.occurrence === undefined || linesOf(source, a.function, a.code, fns)[a.occurrence - 1] === line;
+  });
+};
+const staleEntries = allowed.filter((a) => {
+  const p = join(ROOT, a.file);
+  if (!a.function || !a.code || !existsSync(p)) return true;
+  const source = readFileSync(p, 'utf8');
+  return linesOf(source, a.function, a.code, indexOf(a.file, source)).length < (a.occurrence ?? 1);
+});
 
 const rows = [];
 const unexplained = [];
@@ -115,6 +127,10 @@ if (process.argv.includes('--readme')) {
   const b = '<!-- mutation-scores:end -->';
   if (!s.includes(a) || !s.includes(b)) throw new Error('README.md lacks the mutation-scores markers');
   writeFileSync(p, s.slice(0, s.indexOf(a) + a.length) + '\n' + table + '\n' + s.slice(s.indexOf(b)));
+}
+if (staleEntries.length) {
+  console.log('\nAllowed survivors whose function or code is no longer in their file (remove or update them in test/mutation/allowed-survivors.json):\n  ' + staleEntries.map((a) => `${a.file} ${a.function ?? '(no function)'}: ${JSON.stringify(a.code)}`).join('\n  '));
+  process.exitCode = 1;
 }
 if (rows.length === 0) {
   console.log('No mutation report found in reports/mutation/.');
