@@ -12,7 +12,7 @@ export const SCOPES = {
   protocol: base.mutate.filter((f) => f.startsWith('shared-protocol/')),
   'plan-devices': ['host/src/core/plan.ts', 'host/src/core/devices.ts'],
   journal: ['host/src/core/journal.ts', 'host/src/core/checkpointer.ts'],
-  commands: ['host/src/core/commands.ts'],
+  commands: ['host/src/core/commands.ts', 'host/src/core/deadline-watch.ts', 'host/src/core/admission.ts', 'host/src/core/command-view.ts'],
 };
 
 // The journal's mutants are covered by nearly every host-core test, and a surviving mutant runs

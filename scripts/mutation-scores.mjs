@@ -71,7 +71,7 @@ if (merged) {
     { name: 'host core (commands, journal, devices, plan)', has: (f) => f.startsWith('host/src/core/'), strip: 'host/src/core/', gate: true },
     { name: '· host core: plan, devices', has: (f) => /^host\/src\/core\/(plan|devices)\.ts$/.test(f), strip: 'host/src/core/' },
     { name: '· host core: journal and its checkpointer (judged by the journal specs only)', has: (f) => /^host\/src\/core\/(journal|checkpointer)\.ts$/.test(f), strip: 'host/src/core/' },
-    { name: '· host core: commands', has: (f) => f === 'host/src/core/commands.ts', strip: 'host/src/core/' },
+    { name: '· host core: commands (admission, deadline watch, status view)', has: (f) => /^host\/src\/core\/(commands|deadline-watch|admission|command-view)\.ts$/.test(f), strip: 'host/src/core/' },
   ];
   for (const area of areas) {
     const c = { killed: 0, survived: 0, allowed: 0, timeout: 0, noCoverage: 0, files: [], at: 0 };

@@ -10,7 +10,7 @@ import type { BoardDef } from '@proofrig/protocol';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import type { SimRig } from '@proofrig/sim';
 import { Checker } from '../chaos/src/invariants.js';
-import type { CommandStatus } from '../host/src/core/commands.js';
+import type { CommandStatus } from '../host/src/core/command-view.js';
 
 const BOARD: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
 /** K3: active low on GPIO21, observed only by reading its output pin back. */

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ERROR_CODES, type BoardDef, type ErrorCode } from '@proofrig/protocol';
 import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
-import type { CommandStatus } from '../host/src/core/commands.js';
+import type { CommandStatus } from '../host/src/core/command-view.js';
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;

@@ -8,7 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BoardDef } from '@proofrig/protocol';
 import type { Engine } from '@proofrig/sim';
 import { startE2E, until, type E2E } from './helpers/e2e.js';
-import type { CommandStatus } from '../host/src/core/commands.js';
+import type { CommandStatus } from '../host/src/core/command-view.js';
 
 const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
 const board: BoardDef = JSON.parse(readFileSync(STEPPER_BOARD, 'utf8'));

@@ -313,14 +313,14 @@ describe('a reconnect with the same boot id: each open command is asked about, a
     expect(core.status(s.command_id)!.state).toBe('sent');
   });
 
-  it('a board re-provisioned without the command’s channel: still running past the deadline, it gets three round trips more', async () => {
+  it('a board re-provisioned without the command’s channel: still running past the deadline, it gets the fallback deadline, one state-query wait (500 ms)', async () => {
     const s = await sentThenOffline(true);
     clock.advance(DEADLINE);
     await flush();
     core.provision('rig1', SECRET, { ...relayBoard, relays: relayBoard.relays.filter((r) => r.ch !== 1) });
     const { answer } = await reconnect();
     await answer('running');
-    expect(notes(s.command_id).at(-1)).toBe('device still runs it after reconnecting; deadline extended by 60 ms');
+    expect(notes(s.command_id).at(-1)).toBe('device still runs it after reconnecting; deadline extended by 500 ms');
   });
 
   it('only the reconnecting device’s commands are touched: another device’s open command stays as it is', async () => {

@@ -12,7 +12,8 @@ import { VirtualClock } from '@proofrig/protocol/clock';
 import type { BoardDef } from '@proofrig/protocol';
 import { HostCore } from '../host/src/core/host.js';
 import { Journal } from '../host/src/core/journal.js';
-import { absoluteBoundMs, MAX_SENDS, type CommandStatus } from '../host/src/core/commands.js';
+import { type CommandStatus } from '../host/src/core/command-view.js';
+import { absoluteBoundMs, MAX_SENDS } from '../host/src/core/deadline-watch.js';
 import { FakeDevice, flush } from './helpers/fake-device.js';
 
 const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));

@@ -17,7 +17,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { serve } from '../host/src/serve.js';
 import { rememberedProgress } from '../host/src/mcp/progress.js';
-import type { CommandStatus } from '../host/src/core/commands.js';
+import type { CommandStatus } from '../host/src/core/command-view.js';
 import { mcpTransport, RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

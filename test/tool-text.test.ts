@@ -2,7 +2,7 @@
 // result: it must say what happened, what confirmed it, and what to do next — and never
 // sound like success when nothing confirmed it.
 import { describe, expect, it } from 'vitest';
-import type { CommandStatus } from '../host/src/core/commands.js';
+import type { CommandStatus } from '../host/src/core/command-view.js';
 import { summarizeCommand, summarizeDevice } from '../host/src/mcp/summary.js';
 
 function status(p: Partial<CommandStatus>): CommandStatus {

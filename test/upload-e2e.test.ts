@@ -15,7 +15,7 @@ import { serve, type Running } from '../host/src/serve.js';
 import { SimRig } from '@proofrig/sim';
 import { FIRMWARE_FILE } from '../host/src/paths.js';
 import { Journal } from '../host/src/core/journal.js';
-import type { CommandStatus } from '../host/src/core/commands.js';
+import type { CommandStatus } from '../host/src/core/command-view.js';
 import { crc32, runUploadCommand, upload, UploadError } from '../host/src/upload/index.js';
 import { mcpTransport, RELAY_BOARD, until } from './helpers/e2e.js';
 import { ESPRUINO_AVAILABLE, enginesUnderTest } from './helpers/engines.js';

@@ -12,7 +12,7 @@ import type { Link } from '@proofrig/protocol';
 import { mulberry32 } from '../../sim/src/prng.js';
 import { HostCore } from '../../host/src/core/host.js';
 import { Journal } from '../../host/src/core/journal.js';
-import type { CommandStatus } from '../../host/src/core/commands.js';
+import type { CommandStatus } from '../../host/src/core/command-view.js';
 import { Checker, type Violation } from './invariants.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;

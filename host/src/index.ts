@@ -2,7 +2,7 @@
 export { HostCore, type HostOptions } from './core/host.js';
 export { createLinkedPair, type Link } from './core/link.js';
 export { realClock, VirtualClock, type Clock } from '@proofrig/protocol/clock';
-export type { CommandStatus, SubmitInput } from './core/commands.js';
+export type { CommandStatus, SubmitInput } from './core/command-view.js';
 export { createMcpServer } from './mcp/tools.js';
 export { startHttpHost } from './mcp/http.js';
 export { serve, parseSimSpec, type Running, type ServeOptions } from './serve.js';

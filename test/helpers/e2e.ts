@@ -10,7 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { serve, type Running } from '../../host/src/serve.js';
-import type { CommandStatus } from '../../host/src/core/commands.js';
+import type { CommandStatus } from '../../host/src/core/command-view.js';
 import type { Engine } from '@proofrig/sim';
 
 export const RELAY_BOARD = new URL('../../boards/relay-rig-4ch.json', import.meta.url).pathname;

@@ -4,7 +4,7 @@
 // (bench/src/espruino-memory.ts, and bench/src/run.ts's firmware part over a console port).
 import { type ToDeviceFrame, type ToHostFrame } from '@proofrig/protocol';
 import type { Running } from '../../host/src/serve.js';
-import type { CommandStatus } from '../../host/src/core/commands.js';
+import type { CommandStatus } from '../../host/src/core/command-view.js';
 import { ConsoleClient } from '../../host/src/upload/console-client.js';
 import { openTcp } from '../../host/src/upload/transport.js';
 

@@ -4,7 +4,8 @@ import { EventEmitter } from 'node:events';
 import pino, { type Logger } from 'pino';
 import { DEFAULT_HEARTBEAT_MS, type BoardDef, type EventFrame, type ToHostFrame } from '@proofrig/protocol';
 import { realClock, type Clock } from '@proofrig/protocol/clock';
-import { Commands, type CommandStatus, type SubmitInput } from './commands.js';
+import { Commands } from './commands.js';
+import type { CommandStatus, SubmitInput } from './command-view.js';
 import { Devices, type DeviceView } from './devices.js';
 import { DEFAULT_RETENTION, Journal, type PrunedCommand, type Retention } from './journal.js';
 import type { TimerHandle } from '@proofrig/protocol/clock';
@@ -86,11 +87,11 @@ export class HostCore implements SessionHandler {
       offlineGraceMs: opts.offlineGraceMs ?? Math.max(10000, this.heartbeatMs * 5),
       queryWaitMs: opts.queryWaitMs ?? 500,
     });
-    this.journal.onRollback = (e) => this.commands.rolledBack(e);
+    this.journal.onRollback = (e) => this.commands.watch.rolledBack(e);
     this.journal.onBroken = (e) => this.log.fatal({ evt: 'journal_sync_failed', err: e.message }, 'journal fsync failed; it takes no more writes: restart the host');
     this.journal.onCheckpointFail = (reason) => this.log.warn({ evt: 'journal_checkpoint_inline', reason }, 'journal checkpoints run inside commits again (the background checkpointer failed)');
     this.journal.onCallbackError = (e) => this.log.error({ evt: 'after_commit_failed', err: (e as Error)?.stack ?? String(e) }, 'a listener failed after a journal commit');
-    this.commands.recover();
+    this.commands.watch.recover();
     this.events.setMaxListeners(0);
     this.devices.onObserve = (dev) => this.events.emit('state', dev);
     this.retention = { ...DEFAULT_RETENTION, ...opts.retention };
@@ -201,7 +202,7 @@ export class HostCore implements SessionHandler {
     this.closing = true;
     this.clock.clearTimeout(this.pruneTimer);
     for (const s of this.sessions) s.close('host shutting down');
-    this.commands.close();
+    this.commands.watch.close();
     this.journal.close();
   }
 

@@ -3,7 +3,7 @@
 // bearer token as MCP (the page never puts the token in a URL the server sees).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HostCore } from '../core/host.js';
-import type { CommandStatus } from '../core/commands.js';
+import type { CommandStatus } from '../core/command-view.js';
 
 /** How many recent commands the first snapshot carries. */
 export const SNAPSHOT_COMMANDS = 50;

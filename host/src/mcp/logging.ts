@@ -5,7 +5,7 @@ import { LoggingLevelSchema, SetLevelRequestSchema, type LoggingLevel } from '@m
 
 const LEVELS: readonly LoggingLevel[] = LoggingLevelSchema.options;
 import type { DeviceEvent, HostCore } from '../core/host.js';
-import type { CommandStatus } from '../core/commands.js';
+import type { CommandStatus } from '../core/command-view.js';
 
 const OUTCOME_LEVEL: Record<string, LoggingLevel> = {
   completed: 'info',

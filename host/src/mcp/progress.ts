@@ -2,7 +2,7 @@
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { HostCore } from '../core/host.js';
-import type { CommandStatus } from '../core/commands.js';
+import type { CommandStatus } from '../core/command-view.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 

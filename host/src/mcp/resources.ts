@@ -4,7 +4,7 @@ import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mc
 import { ErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { BoardDef } from '@proofrig/protocol';
 import type { DeviceEvent, HostCore } from '../core/host.js';
-import type { CommandStatus } from '../core/commands.js';
+import type { CommandStatus } from '../core/command-view.js';
 import { outputNames } from './names.js';
 import { summary } from './commands-list.js';
 

@@ -1,7 +1,7 @@
 // Plain-language first lines for tool results. Some clients (xiaozhi's endpoint, voice
 // assistants, clients that drop structuredContent) read only the text block, so it must say on
 // its own what happened, what confirmed it, and what to tell the person or do next.
-import type { CommandStatus } from '../core/commands.js';
+import type { CommandStatus } from '../core/command-view.js';
 import type { DeviceView } from '../core/devices.js';
 
 function what(s: CommandStatus): string {

@@ -5,7 +5,7 @@ import type { CreateTaskOptions, TaskStore, ToolTaskHandler } from '@modelcontex
 import type { CreateTaskRequestHandlerExtra } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import type { CallToolResult, Request, RequestId, Result, Task } from '@modelcontextprotocol/sdk/types.js';
 import type { HostCore } from '../core/host.js';
-import type { CommandStatus } from '../core/commands.js';
+import type { CommandStatus } from '../core/command-view.js';
 
 export const TASK_CAPABILITIES = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 const TASK_ACTIONS = ['stepper.move', 'stepper.home'];

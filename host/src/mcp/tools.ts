@@ -6,7 +6,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { HostCore } from '../core/host.js';
-import type { CommandStatus, SubmitInput } from '../core/commands.js';
+import type { CommandStatus, SubmitInput } from '../core/command-view.js';
 import { VERSION } from '../version.js';
 import { followProgress } from './progress.js';
 import { resolveAxis, resolveChannel } from './names.js';
