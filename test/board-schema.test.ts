@@ -28,6 +28,16 @@ describe('the board schema', () => {
   });
 });
 
+describe('proofrig board check boards/*.json', () => {
+  it('checks every board the folder holds and skips the schema that sits beside them, exit 0', () => {
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => join(dir, f));
+    const r = spawnSync(process.execPath, [BIN, 'board', 'check', ...files], { encoding: 'utf8' });
+    expect(r.stdout).toContain('board.schema.json: skipped (a JSON Schema, not a board)');
+    for (const f of boards) expect(r.stdout).toContain(`${f}: ok`);
+    expect(r.status).toBe(0);
+  });
+});
+
 describe('proofrig board check names the field and the rule', () => {
   const relay = () => load('relay-rig-4ch.json');
   const stepper = () => load('stepper-rig.json');

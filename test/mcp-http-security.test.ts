@@ -106,7 +106,8 @@ describe('MCP needs the bearer token', () => {
     const h = await start();
     const r = await post(h.port, {});
     expect(r.status).toBe(401);
-    expect(r.headers['www-authenticate']).toMatch(/^Bearer realm="proofrig"/);
+    // RFC 6750 §3.1: no error code when no token was sent.
+    expect(r.headers['www-authenticate']).toBe('Bearer realm="proofrig"');
     expect(JSON.parse(r.body)).toMatchObject({ jsonrpc: '2.0', error: { code: -32000, message: expect.stringMatching(/missing bearer token.*agent-token/) } });
     expect(h.sessionCount()).toBe(0);
   });
@@ -118,6 +119,7 @@ describe('MCP needs the bearer token', () => {
     expect(sid).toBeTruthy();
     const r = await post(h.port, { authorization: 'Bearer not-the-token', 'mcp-session-id': sid }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
     expect(r.status).toBe(401);
+    expect(r.headers['www-authenticate']).toBe('Bearer realm="proofrig", error="invalid_token"');
     expect(JSON.parse(r.body).error.message).toMatch(/wrong bearer token/);
   });
 

@@ -15,6 +15,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'proofrig-pkg-'));
@@ -103,6 +106,29 @@ describe('the packed host, installed globally into a clean prefix', () => {
     const call = run(['call', '--url', url, ...db, 'relay_set', 'device_id=relay-rig-4ch', 'channel=1', 'on=true']);
     expect(call.stdout).toMatch(/completed {2}evidence=aux_contact {2}verified=true/);
     expect(call.status).toBe(0);
+  }, 60_000);
+
+  it('`proofrig config claude` prints a stdio launch whose paths exist outside the repo (bundled board by id, journal in the user\'s state folder), and a client started from it drives the rig', async () => {
+    const home = join(work, 'state');
+    const cfg = spawnSync(bin, ['config', 'claude'], { cwd: elsewhere, encoding: 'utf8', env: { ...cleanEnv, PROOFRIG_HOME: home } });
+    expect(cfg.status, cfg.stderr).toBe(0);
+    expect(cfg.stderr).toMatch(/Claude Desktop: claude_desktop_config\.json \(stdio only\)/);
+    const launch = JSON.parse(cfg.stdout).mcpServers.proofrig as { command: string; args: string[] };
+    expect(existsSync(launch.args[0])).toBe(true);
+    expect(launch.args).toEqual([launch.args[0], 'serve', '--stdio', '--db', join(home, 'claude.db'), '--sim', 'relay-rig-4ch']);
+    const client = new Client({ name: 'pkg', version: '1' });
+    await client.connect(new StdioClientTransport({ command: launch.command, args: launch.args, cwd: elsewhere, env: { ...cleanEnv, PROOFRIG_HOME: home } as Record<string, string>, stderr: 'ignore' }));
+    try {
+      const r = (await client.callTool({ name: 'relay_set', arguments: { device_id: 'relay-rig-4ch', channel: 1, on: true, wait_ms: 10_000 } })) as CallToolResult;
+      expect(r.structuredContent).toMatchObject({ state: 'completed', evidence: 'aux_contact' });
+    } finally {
+      await client.close();
+    }
+    expect(existsSync(join(home, 'claude.db'))).toBe(true);
+    const insp = run(['config', 'inspector']);
+    expect(insp.stdout).toMatch(/^npx @modelcontextprotocol\/inspector --cli /);
+    const http = spawnSync(bin, ['config', 'claude', '--http'], { cwd: elsewhere, encoding: 'utf8', env: { ...cleanEnv, PROOFRIG_HOME: home } });
+    expect(http.stderr).toMatch(/^Claude Code: \.mcp\.json \(Claude Desktop takes command-based servers only/);
   }, 60_000);
 
   it('uploads the bundled firmware into a blank simulated ESP32 and the device then completes a command', async () => {

@@ -1,9 +1,15 @@
 // Text-only clients (xiaozhi, voice assistants) read just the first text block of a tool
 // result: it must say what happened, what confirmed it, and what to do next — and never
 // sound like success when nothing confirmed it.
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { CallToolResultSchema, CreateTaskResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { RELAY_BOARD, RIG, startE2E, type E2E } from './helpers/e2e.js';
 import type { CommandStatus } from '../host/src/core/command-view.js';
 import { summarizeCommand, summarizeDevice } from '../host/src/mcp/summary.js';
+
+const STEPPER_BOARD = fileURLToPath(new URL('../boards/stepper-rig.json', import.meta.url));
+const SLIDE = 'stepper-rig';
 
 function status(p: Partial<CommandStatus>): CommandStatus {
   return {
@@ -49,4 +55,58 @@ describe('the text of a device status stands on its own', () => {
     });
     expect(t).toBe('rig (Bench): OFFLINE, last seen 65 s ago. channel 1 on, channel 2 never switched; axis x at 12.5 mm (state observed 64 s ago).');
   });
+});
+
+describe('every tool result, over MCP, tasks included, starts with a plain-language sentence', () => {
+  // A live host with the relay rig and the stepper rig (vm engine); each tool called for each kind of outcome.
+  let e: E2E;
+  beforeAll(async () => {
+    e = await startE2E({ sims: [{ boardFile: RELAY_BOARD }, { boardFile: STEPPER_BOARD }], faults: ['relay-rig-4ch:relay2:coil_open'] });
+    await e.waitOnline(SLIDE);
+  }, 30_000);
+  afterAll(() => e?.close());
+
+  const firstLine = (r: CallToolResult) => (r.content[0]?.type === 'text' ? r.content[0].text : '').split('\n')[0];
+  /** A sentence: it starts with a word (or an error code and a colon), never with JSON. */
+  const sentence = (r: CallToolResult, what: string) => {
+    const l = firstLine(r);
+    expect(l, what).toMatch(r.isError ? /^[A-Z_]+: [A-Za-z]/ : /^[A-Za-z0-9][^{[]/);
+    expect(l.length, what).toBeGreaterThan(12);
+  };
+
+  it('for every tool and kind of outcome', async () => {
+    const calls: [string, Record<string, unknown>][] = [
+      ['list_devices', {}],
+      ['get_device_status', { device_id: RIG }],
+      ['get_device_status', { device_id: RIG, refresh: true }],
+      ['relay_set', { device_id: RIG, channel: 1, on: true, wait_ms: 5000 }], // completed, aux contact
+      ['relay_set', { device_id: RIG, channel: 4, on: true, wait_ms: 5000 }], // unverified
+      ['relay_set', { device_id: RIG, channel: 2, on: true, wait_ms: 5000 }], // failed NO_FEEDBACK (coil open)
+      ['relay_set', { device_id: RIG, channel: 3, on: true }], // accepted, not waited for
+      ['relay_set', { device_id: 'nope', channel: 1, on: true }], // rejected DEVICE_OFFLINE
+      ['stepper_home', { device_id: SLIDE, axis: 'x', wait_ms: 20_000 }],
+      ['stepper_move', { device_id: SLIDE, axis: 'x', target_mm: 20, wait_ms: 20_000 }],
+      ['stepper_move', { device_id: SLIDE, axis: 'x', target_mm: 60 }], // running
+      ['stop_device', { device_id: SLIDE }],
+      ['list_commands', {}],
+      ['list_commands', { device_id: 'nope' }],
+      ['estop_clear', { device_id: RIG }], // operator-only: refused
+      ['relay_set', { device_id: RIG, channel: 'nine', on: true }], // invalid argument
+    ];
+    for (const [tool, args] of calls) sentence(await e.call(tool, args), `${tool} ${JSON.stringify(args)}`);
+    const last = (e.running.core.commands.recent(1)[0]).command_id;
+    sentence(await e.call('get_action_status', { command_id: last }), 'get_action_status');
+    sentence(await e.call('get_action_status', { command_id: 'cmd_nosuchthing' }), 'get_action_status unknown');
+    sentence(await e.call('cancel_action', { command_id: last }), 'cancel_action');
+  }, 60_000);
+
+  it('for a task-augmented move: the task result too', async () => {
+    const created = await e.client.request(
+      { method: 'tools/call', params: { name: 'stepper_move', arguments: { device_id: SLIDE, axis: 'x', target_mm: 30 }, task: { ttl: 60000 } } },
+      CreateTaskResultSchema,
+    );
+    const res = (await e.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema, { timeout: 30000 })) as CallToolResult;
+    sentence(res, 'tasks/result of stepper_move');
+    expect(firstLine(res)).toMatch(/^Command cmd_\S+ \(move axis x of stepper-rig to 30 mm\): /);
+  }, 40_000);
 });

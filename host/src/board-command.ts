@@ -97,6 +97,12 @@ export function checkBoardFile(raw: unknown, file = 'board'): BoardReport {
   return { file, errors: [...new Set(kept)], warnings: r.warnings };
 }
 
+/** A JSON Schema document (its `$schema` names json-schema.org), such as boards/board.schema.json. */
+function isJsonSchema(raw: unknown): boolean {
+  const s = (raw as { $schema?: unknown } | null)?.$schema;
+  return typeof s === 'string' && /json-schema\.org/.test(s);
+}
+
 export function registerBoardCommand(program: Command): void {
   const board = program.command('board').description('Board definition files (boards/*.json).');
   board
@@ -111,6 +117,11 @@ export function registerBoardCommand(program: Command): void {
           raw = JSON.parse(readFileSync(f, 'utf8'));
         } catch (e) {
           throw new Error(`${f}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : 'not valid JSON: ' + (e as Error).message}`);
+        }
+        // `boards/*.json` takes the schema along: it describes boards, it is not one.
+        if (isJsonSchema(raw)) {
+          process.stdout.write(`${f}: skipped (a JSON Schema, not a board)\n`);
+          continue;
         }
         const rep = checkBoardFile(raw, f);
         if (rep.errors.length) bad++;

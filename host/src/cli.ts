@@ -1,4 +1,5 @@
 // The `proofrig` command line.
+import { DEFAULT_DB } from './paths.js';
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import type { TokenSet } from './state-dir.js';
@@ -7,7 +8,7 @@ import { registerBoardCommand } from './board-command.js';
 import { guardProcess } from './process-guard.js';
 import { terminalConfirm } from './terminal-confirm.js';
 import { VERSION } from './version.js';
-import { CLIENTS, clientConfig as configText, CONFIG_HOME, type ClientKind } from './config.js';
+import { CLIENTS, clientConfig as configText, CONFIG_HOME, configHome, type ClientKind } from './config.js';
 import { registerDevicesCommand } from './devices-command.js';
 
 /** Longest a shutdown may take before the process exits anyway. */
@@ -115,7 +116,7 @@ export function buildCli(verbs?: Verbs): Command {
         .choices(['vm', 'espruino'])
         .default('vm'),
     )
-    .option('--db <path>', 'journal database file', '.proofrig/journal.db')
+    .option('--db <path>', 'journal database file', DEFAULT_DB)
     .addOption(new Option('--heartbeat-ms <ms>', 'heartbeat period asked of devices').default(2000).argParser(intOption('--heartbeat-ms', 50, 600000)))
     .addOption(new Option('--retain-days <days>', 'prune terminal commands older than this from the journal (hourly; open ones never)').default(30).argParser(intOption('--retain-days', 1, 36500)))
     .addOption(new Option('--retain-commands <n>', 'keep at most this many terminal commands in the journal').default(1_000_000).argParser(intOption('--retain-commands', 1, 1_000_000_000)))
@@ -219,12 +220,12 @@ export function buildCli(verbs?: Verbs): Command {
     .option('--stdio', 'the client starts its own host over stdio (default)')
     .option('--http', 'the client connects to a running host (npm start) over HTTP')
     .option('--url <url>', 'MCP URL of the running host for --http', process.env.PROOFRIG_URL ? new URL('/mcp', process.env.PROOFRIG_URL).href : 'http://127.0.0.1:8787/mcp')
-    .option('--sim <board>', 'board to simulate in the stdio host (repeatable; default boards/relay-rig-4ch.json)', collect, [])
+    .option('--sim <board>', 'board to simulate in the stdio host: a bundled board id or a file (repeatable; default relay-rig-4ch)', collect, [])
     .action((client: string, o) => {
       if (!(CLIENTS as readonly string[]).includes(client)) throw new Error(`unknown client "${client}"; choose one of ${CLIENTS.join(', ')}`);
       if (o.stdio && o.http) throw new Error('choose one of --stdio and --http');
       const kind = client as ClientKind;
-      process.stderr.write(`${CONFIG_HOME[kind]}:\n`);
+      process.stderr.write(`${configHome(kind, o.http ? 'http' : 'stdio')}:\n`);
       process.stdout.write(configText({ client: kind, transport: o.http ? 'http' : 'stdio', url: o.url, sims: o.sim.length ? o.sim : undefined }) + '\n');
     });
 
@@ -236,7 +237,7 @@ export function buildCli(verbs?: Verbs): Command {
     .argument('<tool>', 'tool name, e.g. relay_set, get_action_status, list_devices, get_device_status')
     .argument('[args...]', 'key=value arguments; values are JSON when they parse (1, true, "x")')
     .option('--url <url>', 'proofrig server (default: $PROOFRIG_URL, else http://127.0.0.1:8787)', process.env.PROOFRIG_URL || 'http://127.0.0.1:8787')
-    .option('--db <path>', "the server's journal: its folder holds the MCP token this command sends", '.proofrig/journal.db')
+    .option('--db <path>', "the server's journal: its folder holds the MCP token this command sends", DEFAULT_DB)
     .option('--token-file <file>', 'send the bearer token in this file instead (else PROOFRIG_TOKEN, else the one beside --db)')
     .option('--operator', 'act as the operator: send the operator token (.proofrig/operator-token) when the server has one (a --no-auth server asks the person at its own terminal instead)', false)
     .option('--json', 'print the final structured result as JSON only', false)

@@ -1,4 +1,5 @@
 // `proofrig devices list|rm ID`: the provisioned devices of a journal, and removing one.
+import { DEFAULT_DB } from './paths.js';
 import type { Command } from 'commander';
 import { Journal } from './core/journal.js';
 import { lockJournal } from './journal-lock.js';
@@ -15,7 +16,7 @@ export function registerDevicesCommand(program: Command): void {
   devices
     .command('list')
     .description('List provisioned devices: board, last seen, simulated or real, open commands.')
-    .option('--db <path>', 'journal database file', '.proofrig/journal.db')
+    .option('--db <path>', 'journal database file', DEFAULT_DB)
     .option('--json', 'print JSON', false)
     .action((o) => {
       const j = open(o.db);
@@ -42,7 +43,7 @@ export function registerDevicesCommand(program: Command): void {
     .command('rm')
     .description('Remove a device (its secret and board; its commands stay as history). Refused while it has open commands or a host owns the journal.')
     .argument('<device_id>')
-    .option('--db <path>', 'journal database file', '.proofrig/journal.db')
+    .option('--db <path>', 'journal database file', DEFAULT_DB)
     .action((id: string, o) => {
       if (!existsSync(o.db)) throw new Error(`journal ${o.db} does not exist (pass --db FILE)`);
       // A running host keeps its devices in memory: remove only while no host owns the journal.

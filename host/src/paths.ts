@@ -1,6 +1,7 @@
 // Where the built firmware and the example boards are: in the repo, its build output and
 // boards/; in an installed package (npm pack), the copies the package ships in assets/.
 import { existsSync, readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { resolve } from 'node:path';
 
@@ -10,6 +11,19 @@ export const REPO_ROOT = resolve(PKG_ROOT, '..');
 /** True in a clone of the repo (the firmware can be built here), false in an installed package. */
 export const IN_REPO = existsSync(resolve(REPO_ROOT, 'firmware', 'package.json'));
 const ASSETS = resolve(PKG_ROOT, 'assets');
+
+/**
+ * The host's own folder (journal, MCP tokens, the journals of stdio hosts that clients start): `.proofrig/`
+ * in a clone (where `npm start` runs); for an installed package the user's state folder
+ * ($XDG_STATE_HOME/proofrig, else ~/.local/state/proofrig); PROOFRIG_HOME overrides both.
+ */
+export const STATE_HOME = process.env.PROOFRIG_HOME
+  ? resolve(process.env.PROOFRIG_HOME)
+  : IN_REPO
+    ? resolve(REPO_ROOT, '.proofrig')
+    : resolve(process.env.XDG_STATE_HOME || resolve(homedir(), '.local', 'state'), 'proofrig');
+/** The journal every command defaults to (`--db`). */
+export const DEFAULT_DB = resolve(STATE_HOME, 'journal.db');
 
 export const FIRMWARE_FILE = IN_REPO ? resolve(REPO_ROOT, 'firmware', 'dist', 'proofrig.js') : resolve(ASSETS, 'proofrig.js');
 export const BOARDS_DIR = IN_REPO ? resolve(REPO_ROOT, 'boards') : resolve(ASSETS, 'boards');

@@ -200,7 +200,8 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
           401,
           (req.headers.authorization ? 'wrong bearer token' : 'missing bearer token') +
             ': send "Authorization: Bearer <token>" with the token from .proofrig/agent-token next to the host journal (proofrig call reads it itself)',
-          { 'www-authenticate': `Bearer realm="proofrig", error="invalid_token"` },
+          // RFC 6750 §3.1: no error code when the request carried no token at all.
+          { 'www-authenticate': req.headers.authorization ? `Bearer realm="proofrig", error="invalid_token"` : `Bearer realm="proofrig"` },
         );
       }
       // The SDK hands this to every tool handler as extra.authInfo (scopes decide operator-only tools).

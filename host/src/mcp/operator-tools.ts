@@ -17,6 +17,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { HostCore } from '../core/host.js';
 import { CommandStatusSchema } from './schemas.js';
+import { toolResult } from './result.js';
 
 export const OPERATOR_SCOPE = 'operator';
 /** The identity the xiaozhi bridge gives every call it carries: an agent that no confirmation can lift. */
@@ -77,9 +78,7 @@ async function operatorGate(confirm: HostConfirm | undefined, extra: Extra, tool
   return { ok: true, via: 'host_terminal' };
 }
 
-function ok(data: object): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(data, null, 2) }], structuredContent: data as Record<string, unknown> };
-}
+const ok = toolResult;
 
 const deviceId = z.string({ error: 'device_id must be a string' }).min(1, 'device_id must not be empty').max(64);
 

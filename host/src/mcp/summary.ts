@@ -73,11 +73,23 @@ export function summarizeDevices(list: DeviceView[]): string {
   return list.map(summarizeDevice).join('\n');
 }
 
+/** A list of commands, newest first: how many, and the newest few in a line each. */
+export function summarizeCommands(list: CommandStatus[]): string {
+  if (list.length === 0) return 'No commands match.';
+  const shown = list.slice(0, 3).map((c) => `${c.command_id} ${what(c)}: ${c.state}${c.error_code ? ' ' + c.error_code : ''}`);
+  return `${list.length} command${list.length === 1 ? '' : 's'}, newest first: ${shown.join('; ')}${list.length > 3 ? '; …' : ''}.`;
+}
+
 /**
  * The plain-language line for any tool result, chosen by its shape: a command status, a cancel
- * answer, a device list, one device. Other results (lists of commands) get none.
+ * answer, a device list, one device, a list of commands, a device removal.
  */
 export function summarize(data: Record<string, unknown>): string | undefined {
+  if (Array.isArray(data.commands)) return summarizeCommands(data.commands as CommandStatus[]);
+  if (typeof data.removed === 'boolean' && typeof data.device_id === 'string')
+    return data.removed
+      ? `Device ${data.device_id} removed: its secret is forgotten${data.was_online ? ' and it was disconnected' : ''}; it cannot connect until an upload provisions it again.`
+      : `Device ${data.device_id} was NOT removed${data.reason ? ': ' + String(data.reason) : ''}.`;
   if (typeof data.command_id === 'string' && typeof data.state === 'string' && typeof data.action === 'string') return summarizeCommand(data as unknown as CommandStatus);
   if (typeof data.cancel_requested === 'boolean' && data.command && typeof data.command === 'object') {
     const head = data.cancel_requested ? 'Cancel requested: the axis was told to stop.' : `Nothing was cancelled${data.reason ? ': ' + String(data.reason) : ''}.`;

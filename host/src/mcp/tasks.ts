@@ -6,15 +6,12 @@ import type { CreateTaskRequestHandlerExtra } from '@modelcontextprotocol/sdk/ex
 import type { CallToolResult, Request, RequestId, Result, Task } from '@modelcontextprotocol/sdk/types.js';
 import type { HostCore } from '../core/host.js';
 import type { CommandStatus } from '../core/command-view.js';
+import { toolResult } from './result.js';
 
 export const TASK_CAPABILITIES = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 const TASK_ACTIONS = ['stepper.move', 'stepper.home'];
 const POLL_MS = 500;
 const CANCEL_WAIT_MS = 5000;
-
-export function commandResult(s: CommandStatus): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(s, null, 2) }], structuredContent: s as unknown as Record<string, unknown> };
-}
 
 export class JournalTaskStore implements TaskStore {
   /**
@@ -44,7 +41,7 @@ export class JournalTaskStore implements TaskStore {
     const s = this.core.status(taskId);
     if (!s) throw new Error(`no task "${taskId}"`);
     this.direct.delete(taskId);
-    return commandResult(s);
+    return toolResult(s);
   }
 
   /** The SDK calls this with "cancelled" for tasks/cancel: stop the axis and wait (bounded) for the command to end. */
@@ -83,7 +80,7 @@ export function taskToolHandler<A>(core: HostCore, start: (args: A, extra: Creat
       return { task: await extra.taskStore.createTask({ ttl: null, pollInterval: POLL_MS, context: { command_id: s.command_id } }) };
     },
     getTask: async (_args: A, extra: { taskId: string; taskStore: { getTask(id: string): Promise<Task> } }) => extra.taskStore.getTask(extra.taskId),
-    getTaskResult: async (_args: A, extra: { taskId: string }) => commandResult(core.status(extra.taskId)!),
+    getTaskResult: async (_args: A, extra: { taskId: string }) => toolResult(core.status(extra.taskId)!),
   };
   // The SDK types the handler by its zod schema; the tool registration checks the arguments.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -16,7 +16,7 @@ import { forwardLogs } from './logging.js';
 import { JournalTaskStore, TASK_CAPABILITIES, taskToolHandler } from './tasks.js';
 import { listCommands } from './commands-list.js';
 import { registerOperatorTools, type HostConfirm } from './operator-tools.js';
-import { summarize } from './summary.js';
+import { toolResult } from './result.js';
 import { durable } from './durable.js';
 import {
   ActionStatusInput,
@@ -53,15 +53,7 @@ const ACK_WAIT_MS = 1500;
 /** How long an action waits for a booting or reconnecting device before it is rejected DEVICE_OFFLINE. */
 const BOOT_WAIT_MS = 5000;
 
-/**
- * The structured result, and as text a plain-language summary first (text-only clients such as
- * xiaozhi read nothing else), then the same JSON.
- */
-function ok(data: object): CallToolResult {
-  const json = JSON.stringify(data, null, 2);
-  const line = summarize(data as Record<string, unknown>);
-  return { content: [{ type: 'text', text: line ? line + '\n\n' + json : json }], structuredContent: data as Record<string, unknown> };
-}
+const ok = toolResult;
 
 function toolError(code: string, message: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: `${code}: ${message}` }] };

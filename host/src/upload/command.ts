@@ -1,5 +1,6 @@
 // `proofrig upload`: the firmware and a rig config onto an ESP32 running Espruino, verified by read-back,
 // the device registered with the host and rebooted into the firmware.
+import { DEFAULT_DB } from '../paths.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { intArg } from '../int-arg.js';
@@ -99,7 +100,7 @@ export function registerUploadCommand(program: Command, deps: UploadCommandDeps 
     .option('--wifi-ssid <ssid>', 'Wi-Fi network the board joins at boot')
     .option('--wifi-password-file <file>', `file holding its password (else ${WIFI_ENV}, else asked at the terminal; empty = open network); never printed`)
     .addOption(new Option('--wifi-password <password>').hideHelp())
-    .option('--db <path>', 'journal of the host the device will dial (its device store)', '.proofrig/journal.db')
+    .option('--db <path>', 'journal of the host the device will dial (its device store)', DEFAULT_DB)
     .option('--firmware <file>', 'firmware file to send (default firmware/dist/proofrig.js, built when missing)')
     .addOption(new Option('--baud <rate>', 'console baud rate for --port').default(115200).argParser(intArg('--baud', 1200, 5_000_000)))
     .option('--verbose', 'print the console traffic and EspruinoTools output (secrets redacted)', false)
