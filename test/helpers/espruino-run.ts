@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 export const ESPRUINO = process.env.PROOFRIG_ESPRUINO || '';
 export const ESPRUINO_NOTICE =
-  'Espruino tier skipped: set PROOFRIG_ESPRUINO to the interpreter (ESPRUINO=$(../shared/espruino/build.sh | tail -n 1)) to run it';
+  'Espruino tier skipped: set PROOFRIG_ESPRUINO to the interpreter (ESPRUINO=$(scripts/build-espruino.sh | tail -n 1)) to run it';
 
 /** Run file on the interpreter in cwd until a console line matches `until`, then kill it (SIGKILL). */
 export function runEspruino(file: string, cwd: string, until: RegExp, timeoutMs = 10_000): Promise<string> {
