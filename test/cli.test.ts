@@ -170,3 +170,40 @@ describe('usage errors exit 2, as the README says (1 is a tool error)', () => {
     expect((await run(['call', '--help'])).code).toBe(0);
   });
 });
+
+describe('a host started through npx goes when npx goes', () => {
+  it('in HTTP mode: killing the npx process ends the node process it started (no orphan holding the port and the journal)', async () => {
+    const { spawn } = await import('node:child_process');
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const db = tmp();
+    const npx = spawn('npx', ['proofrig', 'serve', '--http', '0', '--db', db], { cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    let out = '';
+    npx.stderr!.on('data', (d) => (err += d));
+    npx.stdout!.on('data', (d) => (out += d));
+    await until(() => /MCP \(Streamable HTTP\)/.test(out), 30_000, 'host banner');
+    // The node process npx started: the one whose command line names this journal.
+    const hosts = readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== npx.pid).filter((p) => {
+      try {
+        const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+        return cmd.includes(db) && cmd.includes('serve') && /node$/.test(cmd[0]);
+      } catch {
+        return false;
+      }
+    });
+    expect(hosts).toHaveLength(1);
+    const pid = Number(hosts[0]);
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive()).toBe(true);
+    npx.kill('SIGTERM');
+    await until(() => !alive(), 10_000, 'the host process gone after its npx');
+    expect(err).toMatch(/"reason":"parent process exited"/);
+  }, 45_000);
+});

@@ -157,8 +157,11 @@ export function buildCli(verbs?: Verbs): Command {
       if (o.stdio) {
         process.stdin.once('end', () => stop('stdin closed'));
         process.stdin.once('close', () => stop('stdin closed'));
-        // Under npx a SIGTERM reaches npm, not us, and leaves us re-parented with the client's
-        // pipe possibly still open: a changed parent means whoever started us is gone.
+      }
+      // Under npx or npm a SIGTERM reaches npm, not us, and leaves us re-parented (with a client's
+      // pipe, or the port and the journal, still held): a changed parent means whoever started us
+      // is gone. A host started directly (a shell, systemd) is left to its own signals.
+      if (o.stdio || process.env.npm_command) {
         const parent = process.ppid;
         setInterval(() => {
           if (process.ppid !== parent) stop('parent process exited');
