@@ -1,6 +1,6 @@
 // What get_action_status (and every other view of a command) shows of a journaled record, at a given
 // time: its lifecycle, evidence, estimates, and the device state it last carried, with that state's age.
-import type { ErrorCode, LifecycleState } from '@proofrig/protocol';
+import type { ErrorCode, Evidence, LifecycleState } from '@proofrig/protocol';
 import type { CommandRecord } from './journal.js';
 import { isoTime } from './iso.js';
 import { isTerminal } from '@proofrig/protocol';
@@ -24,7 +24,7 @@ export interface CommandStatus {
   accepted: boolean;
   executed: boolean;
   verified: boolean;
-  evidence: string | null;
+  evidence: Evidence | null;
   error_code: ErrorCode | null;
   detail: string | null;
   submitted_at: string;

@@ -1,9 +1,11 @@
 // zod schemas of what the MCP tools take and return. Lifecycle states, evidence kinds and
 // error codes come from the shared protocol, so the tool surface cannot drift from the wire.
 import { z } from 'zod';
-import { ERROR_CODES, EVIDENCE_KINDS, LIFECYCLE_STATES, MIN_STEP_HZ } from '@proofrig/protocol';
+import { ERROR_CODES, EVIDENCE_KINDS, LIFECYCLE_STATES, MIN_STEP_HZ, type DeviceState, type ErrorCode } from '@proofrig/protocol';
+import type { CommandStatus } from '../core/command-view.js';
+import type { deviceViews } from './resources.js';
 
-const errorCodes = Object.keys(ERROR_CODES) as [string, ...string[]];
+const errorCodes = Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]];
 
 export const RelayStateSchema = z.object({
   ch: z.number(),
@@ -235,3 +237,12 @@ export const CommandSummarySchema = z.object({
 });
 
 export const CommandListSchema = z.object({ commands: z.array(CommandSummarySchema) });
+
+// The schemas above describe values the core builds from the protocol's types: a compile-time check
+// that each accepts exactly those types, so a field added to (or changed in) one and not the other
+// fails the build instead of drifting.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const agree = <T extends true>(): T | undefined => undefined;
+agree<Same<z.infer<typeof DeviceStateSchema>, DeviceState>>();
+agree<Same<z.infer<typeof CommandStatusSchema>, CommandStatus>>();
+agree<Same<z.infer<typeof DeviceViewSchema>, ReturnType<typeof deviceViews>[number]>>();
