@@ -212,6 +212,37 @@ describe('chaos checker: an axis that ended in a fault is not driven again befor
   });
 });
 
+describe('chaos checker: no device outcome is replaced by a timeout, judged when the host decided', () => {
+  const timeout = (rid: string, decidedAt: number) =>
+    ({ ...status(rid, { ch: 3, on: true }, 'sent'), state: 'timeout', terminal: true, error_code: 'TIMEOUT', deadline_ms: 50, terminal_at: new Date(decidedAt).toISOString(), detail: 'deadline passed' }) as unknown as CommandStatus;
+  const result = (t: ReturnType<typeof setup>, rid: string) =>
+    t.checker.frame('send', 'rig1', 'to_host', JSON.stringify({ t: 'res', rid, st: 'completed', ev: 'pin_readback', ver: true, s: { up: 5, relays: [] } }));
+
+  it('a timeout decided while the device was away, heard after it came back with its result, is no violation', () => {
+    const t = setup();
+    t.checker.link('rig1', true);
+    t.clock.advance(10);
+    t.checker.link('rig1', false);
+    t.clock.advance(100);
+    const decided = t.clock.now();
+    t.clock.advance(50);
+    t.checker.link('rig1', true);
+    result(t, 'r9');
+    t.clock.advance(700); // the timeout's batch reaches the disk
+    t.checker.hostChange(timeout('r9', decided));
+    expect(t.checker.violations).toEqual([]);
+  });
+
+  it('a timeout decided while the device was connected and holding the result is a violation', () => {
+    const t = setup();
+    t.checker.link('rig1', true);
+    result(t, 'r8');
+    t.clock.advance(100);
+    t.checker.hostChange(timeout('r8', t.clock.now()));
+    expect(t.checker.violations.map((v) => v.invariant)).toEqual(['no device outcome is replaced by a timeout']);
+  });
+});
+
 describe('chaos checker: a retry after DEVICE_OFFLINE is judged anew (bug 3)', () => {
   const offline = (commandId: string) =>
     ({ ...status('r1', { ch: 3, on: true }, 'sent'), command_id: commandId, state: 'rejected', terminal: true, error_code: 'DEVICE_OFFLINE', detail: 'device rig1 is offline' }) as unknown as CommandStatus;

@@ -109,6 +109,42 @@ async function askedAgainAfter(asks: () => unknown[], ms: number, before: number
 const notes = (id: string) => core.commands.history(id).map((e) => e.note);
 const states = (id: string) => core.commands.history(id).map((e) => e.state);
 
+describe('a device back at the very end of the offline grace', () => {
+  it('still in its handshake when the grace runs out: the handshake is waited for and the device asked; its stored result counts', async () => {
+    const s = await sentThenOffline(true);
+    clock.advance(DEADLINE);
+    await flush();
+    expect(notes(s.command_id).at(-1)).toBe('deadline passed while the device is offline; waiting for it to reconnect');
+    clock.advance(5000 - 1);
+    await flush();
+    // It says hello; the grace ends before it proves itself.
+    const d = new FakeDevice(core, 'rig1', SECRET, 'boot0001');
+    await d.hello();
+    clock.advance(1);
+    expect(core.status(s.command_id)!.state).toBe('accepted');
+    await d.auth();
+    d.answerStateQuery(alive(d));
+    await flush();
+    const ask = d.of('q').filter((f) => f.rid === 'r1').at(-1)!;
+    d.send({ t: 'state', q: ask.q, s: alive(d), rid: 'r1', rst: 'done' });
+    d.send({ t: 'res', rid: 'r1', st: 'completed', ev: 'aux_contact', ver: true, s: alive(d), ms: 3 });
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'completed', evidence: 'aux_contact' });
+  });
+
+  it('a handshake that never finishes does not hold the command: timeout when the handshake bound is over', async () => {
+    const s = await sentThenOffline(true);
+    clock.advance(DEADLINE + 5000 - 1);
+    await flush();
+    await new FakeDevice(core, 'rig1', SECRET, 'boot0001').hello();
+    clock.advance(1);
+    expect(core.status(s.command_id)!.state).toBe('accepted');
+    clock.advance(5000);
+    await flush();
+    expect(core.status(s.command_id)).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT' });
+  });
+});
+
 describe('a reconnect with the same boot id: each open command is asked about, and the answer decides', () => {
   it('still running before the deadline: nothing changes and the deadline stands (an uptime as long as the time since sending is no restart)', async () => {
     const s = await sentThenOffline(true);

@@ -78,6 +78,8 @@ export class Checker {
    * (itself a measured read); per device, when state reads were answered; and each motion sent, with
    * its submission time.
    */
+  /** Per device, its session with the host going up and down, in order. */
+  private links = new Map<string, { at: number; online: boolean }[]>();
   private axisEnds = new Map<string, { at: number; fault: boolean; cmd: string }[]>();
   private reads = new Map<string, number[]>();
   private motions = new Map<string, { dev: string; axisKey: string; at: number; name: string }>();
@@ -191,7 +193,32 @@ export class Checker {
     this.delivering.delete(dev);
   }
 
-  hostCrashed(): void {}
+  /** The host process died: no device is connected to a host until one comes back. */
+  hostCrashed(): void {
+    for (const dev of this.links.keys()) this.link(dev, false);
+  }
+
+  /**
+   * A device's session with the host went up or down (the host's own 'device' events). Judged by the
+   * time of the host's decision, not by when its status was heard: on a slow disk a timeout decided
+   * while the device was away is heard after it is back.
+   */
+  link(dev: string, online: boolean): void {
+    const l = this.links.get(dev) ?? [];
+    l.push({ at: this.clock.now(), online });
+    this.links.set(dev, l);
+  }
+
+  /** Whether dev had a session with the host at time t. */
+  private onlineAt(dev: string, t: number): boolean {
+    const l = this.links.get(dev) ?? [];
+    let on = false;
+    for (const e of l) {
+      if (e.at > t) break;
+      on = e.online;
+    }
+    return on;
+  }
 
   /** A state read of dev was answered now. */
   stateRead(dev: string): void {
@@ -381,10 +408,10 @@ export class Checker {
         this.violation('completed only when the hardware was at the target', this.name(s.device_id, s.request_id), `device said completed while ${produced.find((r) => r.atTarget === false)!.why}`);
     }
     if (s.state === 'timeout') {
-      const h = this.host();
-      const online = !!h?.devices.session(s.device_id);
+      const decided = Date.parse(s.terminal_at!);
+      const online = this.onlineAt(s.device_id, decided);
       const gen = this.gens.get(s.device_id) ?? 0;
-      this.timeouts.set(k, { at: this.clock.now(), gen, online, detail: s.detail ?? '' });
+      this.timeouts.set(k, { at: decided, gen, online, detail: s.detail ?? '' });
       this.checks++;
       const had = (this.results.get(k) ?? []).find((r) => r.gen === gen);
       if (online && had)

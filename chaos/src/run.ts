@@ -150,6 +150,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       queryWaitMs: 500,
     });
     for (const r of rigs) h.provision(r.dev, r.secret, r.board);
+    h.events.on('device', (e: { device_id: string; online: boolean }) => host === h && checker.link(e.device_id, e.online));
     const emit = h.commands.emit.bind(h.commands);
     h.commands.emit = (ev: string | symbol, ...args: unknown[]) => {
       if (typeof ev === 'string' && ev.startsWith('change:')) checker.hostChange(args[0] as CommandStatus);

@@ -121,9 +121,19 @@ export class FakeDevice {
 
   /** hello → chal → auth with the given secret (default: the right one). */
   async connect(secret = this.secret): Promise<void> {
-    const cn = this.cn;
-    this.send({ t: 'hello', v: PROTOCOL_VERSION, dev: this.dev, boot: this.boot, fw: 'test', board: this.board, cn });
+    await this.hello();
+    await this.auth(secret);
+  }
+
+  /** The first half of the handshake: hello, and the host's challenge back. */
+  async hello(): Promise<void> {
+    this.send({ t: 'hello', v: PROTOCOL_VERSION, dev: this.dev, boot: this.boot, fw: 'test', board: this.board, cn: this.cn });
     await flush();
+  }
+
+  /** The second half: prove the secret in answer to the challenge. */
+  async auth(secret = this.secret): Promise<void> {
+    const cn = this.cn;
     const chal = this.received.find((f) => f.t === 'chal');
     if (!chal) throw new Error('no challenge: ' + JSON.stringify(this.received));
     this.sn = chal.sn as string;

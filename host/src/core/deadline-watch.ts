@@ -35,6 +35,10 @@ export interface WatchOptions {
   offlineGraceMs: number;
   /** Longest wait for the device's answer to a post-deadline state query (at least three round trips). */
   queryWaitMs: number;
+  /** Whether a connection of this device is in its handshake now (it is back, not yet proven). */
+  connecting?: (dev: string) => boolean;
+  /** How long a handshake may take. */
+  handshakeMs?: number;
 }
 
 export interface Outcome {
@@ -65,6 +69,8 @@ export class DeadlineWatch {
   private runWaits = new Set<string>();
   /** Commands whose offline grace ran out with their device back on a new connection: asked once more, not ended blind. */
   private graceAsks = new Set<string>();
+  /** Commands whose grace ran out while their device was in a handshake: that handshake was waited for, once. */
+  private handshakeWaits = new Set<string>();
   /** Commands journaled as sent whose `cmd` frame waits for that commit: their deadline is not armed yet, nor may they be asked about. */
   private unwritten = new Set<string>();
   /** The session each open command's latest `cmd` was written on (an answer on it was given after the device received it). */
@@ -95,6 +101,7 @@ export class DeadlineWatch {
     this.doneWaits.delete(id);
     this.runWaits.delete(id);
     this.graceAsks.delete(id);
+    this.handshakeWaits.delete(id);
     this.wroteOn.delete(id);
     this.recovered.delete(id);
     this.atBound.delete(id);
@@ -306,28 +313,34 @@ export class DeadlineWatch {
     if (this.waiting.has(id)) return;
     const grace = this.opts.offlineGraceMs;
     const was = this.devices.session(dev);
-    this.waiting.set(
-      id,
-      this.clock.setTimeout(() => {
-        this.waiting.delete(id);
-        const cur = this.journal.get(id);
-        if (!cur || isTerminal(cur.state)) return;
-        // The device reconnected during the grace (its reconnect's query may still be on the way, or was
-        // lost): it can be asked now, so ask once more rather than end the command while it may hold the result.
-        const now = this.devices.session(dev);
-        if (now && now !== was && !this.graceAsks.has(id)) {
-          this.graceAsks.add(id);
-          void this.expire(id);
-          return;
-        }
-        this.owner.finish(cur, 'timeout', {
-          code: 'TIMEOUT',
-          detail: `deadline passed and device ${dev} could not be asked for its real state for ${grace} ms more; the outcome is unknown`,
-        });
-      }, grace),
-    );
+    this.waiting.set(id, this.clock.setTimeout(() => this.graceEnded(id, dev, grace, was), grace));
     c.updated_at = this.clock.now();
     this.owner.noted(c, note);
+  }
+
+  /** The offline grace (or the wait for a handshake after it) ran out: ask once more if the device is back, else timeout. */
+  private graceEnded(id: string, dev: string, grace: number, was: Session | undefined): void {
+    this.waiting.delete(id);
+    const cur = this.journal.get(id);
+    if (!cur || isTerminal(cur.state)) return;
+    // The device reconnected during the grace (its reconnect's query may still be on the way, or was
+    // lost): it can be asked now, so ask once more rather than end the command while it may hold the result.
+    const now = this.devices.session(dev);
+    if (now && now !== was && !this.graceAsks.has(id)) {
+      this.graceAsks.add(id);
+      void this.expire(id);
+      return;
+    }
+    // Back, but still proving itself: its handshake (bounded) decides, then it is asked as any reconnect is.
+    if (!now && this.opts.connecting?.(dev) && !this.handshakeWaits.has(id)) {
+      this.handshakeWaits.add(id);
+      this.waiting.set(id, this.clock.setTimeout(() => this.graceEnded(id, dev, grace, was), this.opts.handshakeMs ?? 5000));
+      return;
+    }
+    this.owner.finish(cur, 'timeout', {
+      code: 'TIMEOUT',
+      detail: `deadline passed and device ${dev} could not be asked for its real state for ${grace} ms more; the outcome is unknown`,
+    });
   }
 
   /**

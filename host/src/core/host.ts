@@ -86,6 +86,11 @@ export class HostCore implements SessionHandler {
     this.commands = new Commands(this.journal, this.devices, this.clock, this.log, {
       offlineGraceMs: opts.offlineGraceMs ?? Math.max(10000, this.heartbeatMs * 5),
       queryWaitMs: opts.queryWaitMs ?? 500,
+      connecting: (dev) => {
+        for (const s of this.sessions) if (s.dev === dev && !s.authed) return true;
+        return false;
+      },
+      handshakeMs: this.handshakeMs,
     });
     this.journal.onRollback = (e) => this.commands.watch.rolledBack(e);
     this.journal.onBroken = (e) => this.log.fatal({ evt: 'journal_sync_failed', err: e.message }, 'journal fsync failed; it takes no more writes: restart the host');
