@@ -167,7 +167,7 @@ describe('ready configs and --version', () => {
     const cfg = JSON.parse(clientConfig({ client: 'vscode', transport: 'http', url: 'http://127.0.0.1:9999/mcp', token: 'tok123' }));
     expect(cfg.servers.proofrig).toEqual({ type: 'http', url: 'http://127.0.0.1:9999/mcp', headers: { Authorization: 'Bearer tok123' } });
     expect(clientConfig({ client: 'inspector', transport: 'http', token: null })).toBe(
-      'npx @modelcontextprotocol/inspector-cli --cli http://127.0.0.1:8787/mcp --transport http --method tools/list',
+      'npx @modelcontextprotocol/inspector --cli http://127.0.0.1:8787/mcp --transport http --method tools/list',
     );
   });
 
