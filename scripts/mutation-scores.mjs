@@ -2,7 +2,7 @@
 // Reads the mutation reports (Stryker's reports/mutation/mutation.json for the protocol and the
 // host core, scripts/mutate-firmware.mjs's reports/mutation/firmware.json for the firmware),
 // checks every surviving mutant against test/mutation/allowed-survivors.json, prints the scores
-// and, with --readme, writes them into README.md between the mutation-scores markers.
+// and, with --readme, writes them into docs/mutation-testing.md between the mutation-scores markers.
 // Exit 1 when a score is under 90 % or a survivor is neither killed nor allowed with a reason.
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -121,11 +121,11 @@ console.log(table);
 if (unexplained.length) console.log('\nSurvivors neither killed nor allowed:\n  ' + unexplained.join('\n  '));
 
 if (process.argv.includes('--readme')) {
-  const p = join(ROOT, 'README.md');
+  const p = join(ROOT, 'docs', 'mutation-testing.md');
   const s = readFileSync(p, 'utf8');
   const a = '<!-- mutation-scores:start -->';
   const b = '<!-- mutation-scores:end -->';
-  if (!s.includes(a) || !s.includes(b)) throw new Error('README.md lacks the mutation-scores markers');
+  if (!s.includes(a) || !s.includes(b)) throw new Error('docs/mutation-testing.md lacks the mutation-scores markers');
   writeFileSync(p, s.slice(0, s.indexOf(a) + a.length) + '\n' + table + '\n' + s.slice(s.indexOf(b)));
 }
 if (staleEntries.length) {

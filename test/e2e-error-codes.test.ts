@@ -1,4 +1,4 @@
-// The README's error-code table, row by row, through the real MCP client: each code an agent can
+// The error-code table of docs/error-codes.md, row by row, through the real MCP client: each code an agent can
 // meet is provoked on a simulated rig running the built firmware, and the table's retry column
 // is then performed (same request id / fix input / after a fresh state read / no) and must
 // succeed or, for "no", change nothing.
@@ -9,14 +9,14 @@ import { ERROR_CODES, type BoardDef, type ErrorCode } from '@proofrig/protocol';
 import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
 import type { CommandStatus } from '../host/src/core/command-view.js';
 
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const README = readFileSync(new URL('../docs/error-codes.md', import.meta.url), 'utf8');
 const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
 const relayBoard: BoardDef = JSON.parse(readFileSync(RELAY_BOARD, 'utf8'));
 const pinOf = (ch: number) => relayBoard.relays.find((r) => r.ch === ch)!.pin;
 const DEV = 'stepper-rig';
 const sc = (r: CallToolResult) => r.structuredContent as unknown as CommandStatus;
 
-/** The retry column as the README prints it. */
+/** The retry column as docs/error-codes.md prints it. */
 const RETRY_TEXT = { same_request_id: 'same request id', after_fresh_state_read: 'after fresh state read', fix_input: 'fix input', no: 'no' } as const;
 
 /** Rows an agent meets as a command's error_code, walked below through MCP. */

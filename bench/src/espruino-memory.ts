@@ -4,7 +4,7 @@
 // PROOFRIG_ESPRUINO_ESP32MEM or its default cache folder). The 4-channel relay rig boots from
 // Storage, then takes a mixed load through the host core (test/helpers/memory-load.ts): readings
 // after boot, once the dedupe ring has filled, the highest during bursts, after more load and after
-// reconnects. Writes bench/espruino-memory.json and the README block between its markers.
+// reconnects. Writes bench/espruino-memory.json and the block between its markers in docs/simulator.md.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -107,7 +107,7 @@ function markdown(started: Date, fw: { raw: number; gzip: number }, rows: Figure
 }
 
 function writeReadme(md: string): void {
-  const readme = join(ROOT, 'README.md');
+  const readme = join(ROOT, 'docs', 'simulator.md');
   const text = readFileSync(readme, 'utf8');
   const a = '<!-- espruino-memory:start -->';
   const b = '<!-- espruino-memory:end -->';
@@ -116,7 +116,7 @@ function writeReadme(md: string): void {
 
 async function main(): Promise<void> {
   if (process.argv.includes('--render')) {
-    // Render the README block again from the last run's bench/espruino-memory.json (no new measurement).
+    // Render the docs/simulator.md block again from the last run's bench/espruino-memory.json (no new measurement).
     const last = JSON.parse(readFileSync(join(ROOT, 'bench', 'espruino-memory.json'), 'utf8')) as { started: string; firmware: { raw: number; gzip: number }; rows: Figures[]; notes: string[] };
     const md = markdown(new Date(last.started), last.firmware, last.rows, last.notes);
     process.stdout.write(md);

@@ -899,7 +899,7 @@ function finish(started: Date): void {
   writeFileSync(join(ROOT, 'bench', only ? 'results.partial.json' : 'results.json'), JSON.stringify(results, null, 2) + '\n');
   const md = `Run ${started.toISOString()}${quick ? ' (--quick)' : ''}, Node ${process.version}, loopback, ${cpus().length} CPUs, 1-minute load average ${load.start.toFixed(1)} at the start and ${load.end.toFixed(1)} at the end (the machine was shared). Ratio = value ÷ baseline.\n\n${table()}\n${notes.length ? '\n' + notes.map((n) => `- ${n}`).join('\n') + '\n' : ''}`;
   process.stdout.write(md);
-  const readme = join(ROOT, 'README.md');
+  const readme = join(ROOT, 'docs', 'performance.md');
   const text = only ? '' : readFileSync(readme, 'utf8');
   const a = '<!-- bench:start -->';
   const b = '<!-- bench:end -->';
