@@ -150,7 +150,7 @@ async function main() {
     const next = readme.slice(0, a + START.length) + '\n' + table + '\n' + readme.slice(b);
     if (process.argv.includes('--readme')) writeFileSync(README, next);
     else if (process.argv.includes('--check') && next !== readme) {
-      process.stderr.write('docs/mcp.md's conformance table is out of date; run: node scripts/conformance.js --readme\n');
+      process.stderr.write('the conformance table in docs/mcp.md is out of date; run: node scripts/conformance.js --readme\n');
       bad++;
     }
   } finally {
