@@ -243,7 +243,7 @@ describe('proofrig serves its tools to a xiaozhi MCP endpoint it dials out to', 
     const s2 = await endpoint!.session(2);
     await s2.initialize();
     const list = await s2.callText('list_devices', {});
-    expect(list.text.split('\n')[0]).toMatch(/^relay-rig-4ch \(.*\): online/);
+    expect(list.text.split('\n')[0]).toMatch(/^bench lamp, pump, fan, spare \(lab bench\): relay-rig-4ch \(.*\): online/);
     expect(running!.xiaozhi!.connects).toBe(2);
   });
 

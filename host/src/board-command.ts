@@ -1,13 +1,14 @@
 // `proofrig board check FILE...`: a board file against its JSON Schema (field names, types,
 // ranges, unknown keys: what an editor shows too) and then against the ESP32 and Espruino pin
 // rules a schema cannot express. Every message names the field and the rule.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { Ajv, type ErrorObject } from 'ajv';
 import { checkBoard } from '@proofrig/protocol';
 import type { BoardDef } from '@proofrig/protocol';
-import { BOARDS_DIR, resolveBoardFile } from './paths.js';
+import { BOARDS_DIR, DEFAULT_DB, resolveBoardFile } from './paths.js';
 
 /**
  * Read a board given as a file path or a bundled board's id, and check it; throws an Error that
@@ -97,6 +98,40 @@ export function checkBoardFile(raw: unknown, file = 'board'): BoardReport {
   return { file, errors: [...new Set(kept)], warnings: r.warnings };
 }
 
+/**
+ * Labels of this board that a device provisioned in the journal already uses: a name alone must
+ * find one output on the host. The device the board is for (deviceId) does not clash with itself.
+ * Read-only; a journal that cannot be read (a running host holds it) is reported as a warning.
+ */
+export function labelClashes(board: BoardDef, db: string, deviceId?: string): { errors: string[]; warnings: string[] } {
+  const errors: string[] = [];
+  let rows: { device_id: string; board: string }[];
+  try {
+    const d = new Database(db, { readonly: true, fileMustExist: true });
+    try {
+      rows = d.prepare('SELECT device_id, board FROM devices').all() as { device_id: string; board: string }[];
+    } finally {
+      d.close();
+    }
+  } catch (e) {
+    return { errors, warnings: [`labels not checked against the devices in ${db}: ${(e as Error).message}`] };
+  }
+  const mine = [
+    ...board.relays.map((r) => ({ label: r.label, at: `relay channel ${r.ch}` })),
+    ...(board.steppers ?? []).map((s) => ({ label: s.label, at: `axis ${s.axis}` })),
+  ].filter((x): x is { label: string; at: string } => x.label !== undefined);
+  for (const row of rows) {
+    if (row.device_id === deviceId) continue;
+    const other = JSON.parse(row.board) as BoardDef;
+    const theirs = [...other.relays.map((r) => ({ label: r.label, at: `channel ${r.ch}` })), ...(other.steppers ?? []).map((s) => ({ label: s.label, at: `axis ${s.axis}` }))];
+    for (const m of mine) {
+      const t = theirs.find((x) => x.label !== undefined && x.label.trim().toLowerCase() === m.label.trim().toLowerCase());
+      if (t) errors.push(`${m.at}: label "${m.label}" is already used by device ${row.device_id} (${t.at}); labels must be unique on the host so a name alone finds one output`);
+    }
+  }
+  return { errors, warnings: [] };
+}
+
 /** A JSON Schema document (its `$schema` names json-schema.org), such as boards/board.schema.json. */
 function isJsonSchema(raw: unknown): boolean {
   const s = (raw as { $schema?: unknown } | null)?.$schema;
@@ -109,7 +144,10 @@ export function registerBoardCommand(program: Command): void {
     .command('check')
     .description('Check board files against the board schema and the ESP32/Espruino pin rules; exit 1 when any has errors.')
     .argument('<files...>', 'board JSON files')
-    .action((files: string[]) => {
+    .option('--db <path>', 'also refuse labels that a device provisioned in this journal uses (default: the host journal, when there is one)')
+    .option('--device-id <id>', 'the device the board is for (default: the board id, as for a simulated rig): its own labels in the journal are not duplicates')
+    .action((files: string[], o: { db?: string; deviceId?: string }) => {
+      const db = o.db ?? (existsSync(DEFAULT_DB) ? DEFAULT_DB : undefined);
       let bad = 0;
       for (const f of files) {
         let raw: unknown;
@@ -124,6 +162,11 @@ export function registerBoardCommand(program: Command): void {
           continue;
         }
         const rep = checkBoardFile(raw, f);
+        if (db && rep.errors.length === 0) {
+          const c = labelClashes(raw as BoardDef, db, o.deviceId ?? (raw as BoardDef).id);
+          rep.errors.push(...c.errors);
+          rep.warnings.push(...c.warnings);
+        }
         if (rep.errors.length) bad++;
         process.stdout.write(`${f}: ${rep.errors.length ? `${rep.errors.length} error(s)` : 'ok'}${rep.warnings.length ? `, ${rep.warnings.length} warning(s)` : ''}\n`);
         for (const m of rep.errors) process.stdout.write(`  error    ${m}\n`);

@@ -7,6 +7,7 @@ import { parseSimSpec, serve, type Running } from './serve.js';
 import { registerBoardCommand } from './board-command.js';
 import { guardProcess } from './process-guard.js';
 import { terminalConfirm } from './terminal-confirm.js';
+import { Exposure } from './mcp/exposure.js';
 import { VERSION } from './version.js';
 import { CLIENTS, clientConfig as configText, CONFIG_HOME, configHome, type ClientKind } from './config.js';
 import { registerDevicesCommand } from './devices-command.js';
@@ -102,6 +103,7 @@ export function buildCli(verbs?: Verbs): Command {
     .addOption(new Option('--max-connections-per-address <n>', 'open TCP connections from one address at most').default(32).argParser(intOption('--max-connections-per-address', 1, 100000)))
     .option('--sim <board[=id]>', 'start a simulated rig running the built firmware (repeatable)', collect, [])
     .option('--fault <dev:part:fault>', 'inject a fault into a simulated rig, e.g. relay-rig-4ch:relay2:coil_open (repeatable)', collect, [])
+    .option('--expose <list>', 'MCP clients see and act on only these: device ids, device:output pairs or output names, comma-separated, or @FILE with one a line (repeatable; default everything)', collect, [])
     .addOption(
       new Option('--console-port <port>', "serve each simulated rig's Espruino console on loopback TCP (rig i on port + i), for proofrig upload --tcp").argParser(
         intOption('--console-port', 0, 65535),
@@ -184,6 +186,7 @@ export function buildCli(verbs?: Verbs): Command {
         confirmAtHost: !o.stdio && process.stdin.isTTY && process.stderr.isTTY ? terminalConfirm(process.stdin, process.stderr) : undefined,
         sims: (o.sim as string[]).map(parseSimSpec),
         faults: o.fault,
+        exposure: parseExposure(o.expose),
         logger,
         heartbeatMs: o.heartbeatMs,
         consolePort: o.consolePort,
@@ -267,5 +270,15 @@ export async function main(argv: string[]): Promise<void> {
   } catch (e) {
     process.stderr.write(`proofrig: ${(e as Error).message}\n`);
     process.exitCode = 2;
+  }
+}
+
+/** --expose values, or a usage error (exit 2) naming what is wrong with them. */
+function parseExposure(values: string[]): Exposure {
+  try {
+    return Exposure.parse(values);
+  } catch (e) {
+    process.stderr.write(`proofrig serve: --expose: ${(e as Error).message}\n`);
+    process.exit(2);
   }
 }

@@ -10,6 +10,7 @@ import { HostCore } from './core/host.js';
 import { newSecret } from './core/ids.js';
 import { startHttpHost, type HttpHost, type HttpOptions } from './mcp/http.js';
 import { createMcpServer, type McpOptions } from './mcp/tools.js';
+import type { Exposure } from './mcp/exposure.js';
 import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { lockJournal } from './journal-lock.js';
 import { FIRMWARE_FILE } from './paths.js';
@@ -35,6 +36,8 @@ export interface ServeOptions extends HttpLimits {
   auth?: boolean;
   /** Asks the person at the host's own terminal to confirm operator-only calls without the operator token. */
   confirmAtHost?: HostConfirm;
+  /** What MCP clients (HTTP, stdio, xiaozhi) see and act on; default everything. */
+  exposure?: Exposure;
   stdio?: boolean;
   sims?: SimSpec[];
   faults?: string[];
@@ -137,7 +140,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
   const lock = o.db === ':memory:' ? undefined : lockJournal(o.db);
   let core: HostCore;
   let http: HttpHost;
-  const mcp: McpOptions = { confirmAtHost: o.confirmAtHost };
+  const mcp: McpOptions = { confirmAtHost: o.confirmAtHost, exposure: o.exposure };
   try {
     core = new HostCore({ db: o.db, clock: o.clock, logger: o.logger, heartbeatMs: o.heartbeatMs, offlineGraceMs: o.offlineGraceMs, retention: o.retention });
   } catch (e) {

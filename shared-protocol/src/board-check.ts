@@ -47,6 +47,8 @@ export function checkBoard(raw: unknown): BoardCheck {
   if (typeof b.name !== 'string' || b.name.length === 0) errors.push('name: must be a non-empty string');
   if (b.mcu !== 'esp32') errors.push('mcu: only "esp32" is supported');
   if (typeof b.module !== 'string') errors.push('module: must name the dev board');
+  if (b.area !== undefined && (typeof b.area !== 'string' || b.area.trim().length === 0 || b.area.length > 40))
+    errors.push('area: must be a place of 1-40 characters, e.g. "lab bench"');
   if (!isMs(b.device_processing_max_ms)) errors.push('device_processing_max_ms: must be a number of ms (0..600000)');
   if (!Array.isArray(b.relays)) errors.push('relays: must be an array (may be empty)');
   const used: Record<string, string> = {};

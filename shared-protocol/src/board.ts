@@ -117,6 +117,8 @@ export interface BoardDef {
   mcu: 'esp32';
   /** The dev board, e.g. "ESP32-DevKitC-32E". */
   module: string;
+  /** Where the device is (a room, a bench: "lab bench"), shown with its outputs' names; 1-40 characters. */
+  area?: string;
   /** Worst case from receiving a frame to starting the action, measured on the device. */
   device_processing_max_ms: Ms;
   relays: RelayDef[];

@@ -1,5 +1,6 @@
 // End-to-end harness: the real MCP client (SDK Client over Streamable HTTP) → MCP server →
 // host core → real WebSocket → simulated rig running the built firmware file.
+import type { Exposure } from '../../host/src/mcp/exposure.js';
 import type { HostConfirm } from '../../host/src/mcp/operator-tools.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,7 +46,7 @@ export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what
 }
 
 export async function startE2E(
-  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Engine; firmwareFile?: string; offlineGraceMs?: number; heartbeatMs?: number; confirmAtHost?: HostConfirm } = {},
+  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Engine; firmwareFile?: string; offlineGraceMs?: number; heartbeatMs?: number; confirmAtHost?: HostConfirm; exposure?: Exposure } = {},
 ): Promise<E2E> {
   const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
   const logs: Record<string, unknown>[] = [];
@@ -73,6 +74,7 @@ export async function startE2E(
       seed: 7,
       engine: o.engine,
       confirmAtHost: o.confirmAtHost,
+      exposure: o.exposure,
     });
     const client = new Client({ name: 'e2e', version: '1' });
     await client.connect(mcpTransport(running));

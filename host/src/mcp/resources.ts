@@ -5,7 +5,8 @@ import { ErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema }
 import type { BoardDef } from '@proofrig/protocol';
 import type { DeviceEvent, HostCore } from '../core/host.js';
 import type { CommandStatus } from '../core/command-view.js';
-import { outputNames } from './names.js';
+import { namesOf, outputNames } from './names.js';
+import { Exposure } from './exposure.js';
 import { summary } from './commands-list.js';
 
 export const RECENT_COMMANDS_URI = 'proofrig://commands/recent';
@@ -16,13 +17,21 @@ export const commandUri = (id: string) => `proofrig://commands/${id}`;
 const RECENT_LIMIT = 50;
 
 /** list_devices rows: the registry view plus booting and the board's named outputs. */
-export function deviceViews(core: HostCore, only?: string) {
+export function deviceViews(core: HostCore, only?: string, exposure: Exposure = Exposure.all()) {
   const ids = only === undefined ? core.devices.ids() : [only];
   return ids.flatMap((id) => {
     const v = core.devices.view(id);
     const board = core.devices.board(id);
-    return v && board ? [{ ...v, booting: core.booting(id), outputs: outputNames(board) }] : [];
+    if (!v || !board || !exposure.device(id, board)) return [];
+    const outputs = outputNames(board, { id, exposure });
+    // What a person calls things comes first: the outputs' names and the device's area.
+    return [{ names: namesOf(outputs), area: board.area ?? null, ...v, booting: core.booting(id), outputs }];
   });
+}
+
+/** The device ids MCP clients may see. */
+export function visibleIds(core: HostCore, exposure: Exposure): string[] {
+  return core.devices.ids().filter((id) => exposure.device(id, core.devices.board(id)));
 }
 
 function boards(core: HostCore): Map<string, BoardDef> {
@@ -37,14 +46,16 @@ function notFound(what: string): never {
   throw new McpError(ErrorCode.InvalidParams, what);
 }
 
-export function registerResources(server: McpServer, core: HostCore, cleanups: (() => void)[]): void {
-  const completeDevice = (v: string) => core.devices.ids().filter((id) => id.startsWith(v));
+export function registerResources(server: McpServer, core: HostCore, cleanups: (() => void)[], exposure: Exposure = Exposure.all()): void {
+  const ids = () => visibleIds(core, exposure);
+  const completeDevice = (v: string) => ids().filter((id) => id.startsWith(v));
+  const recent = (limit: number) => core.journal.recent({ limit: exposure.limited ? limit * 4 : limit }).filter((c) => ids().includes(c.device_id)).slice(0, limit);
 
   server.registerResource(
     'device',
     new ResourceTemplate('proofrig://devices/{device_id}', {
       list: () => ({
-        resources: core.devices.ids().map((id) => ({ uri: deviceUri(id), name: `device ${id}`, mimeType: 'application/json' })),
+        resources: ids().map((id) => ({ uri: deviceUri(id), name: `device ${id}`, mimeType: 'application/json' })),
       }),
       complete: { device_id: completeDevice },
     }),
@@ -54,8 +65,8 @@ export function registerResources(server: McpServer, core: HostCore, cleanups: (
       mimeType: 'application/json',
     },
     (uri, { device_id }) => {
-      const v = deviceViews(core, String(device_id))[0];
-      if (!v) notFound(`no device "${String(device_id)}" is provisioned; known devices: ${core.devices.ids().join(', ') || 'none'}`);
+      const v = deviceViews(core, String(device_id), exposure)[0];
+      if (!v) notFound(`no device "${String(device_id)}" is provisioned; known devices: ${ids().join(', ') || 'none'}`);
       return json(uri.href, v);
     },
   );
@@ -80,21 +91,21 @@ export function registerResources(server: McpServer, core: HostCore, cleanups: (
     'recent-commands',
     RECENT_COMMANDS_URI,
     { title: 'Recent commands', description: `The newest ${RECENT_LIMIT} commands of the journal (all devices), newest first. Subscribe to hear of every change.`, mimeType: 'application/json' },
-    (uri) => json(uri.href, { commands: core.journal.recent({ limit: RECENT_LIMIT }).map((c) => summary(core, c)) }),
+    (uri) => json(uri.href, { commands: recent(RECENT_LIMIT).map((c) => summary(core, c)) }),
   );
 
   server.registerResource(
     'command',
     new ResourceTemplate('proofrig://commands/{command_id}', {
       list: undefined,
-      complete: { command_id: (v) => core.journal.recent({ limit: 20 }).map((c) => c.command_id).filter((id) => id.startsWith(v)) },
+      complete: { command_id: (v) => recent(20).map((c) => c.command_id).filter((id) => id.startsWith(v)) },
     }),
     { title: 'Command with its history', description: 'One command: its full status and every lifecycle event with its time and note, from the journal.', mimeType: 'application/json' },
     (uri, { command_id }) => {
       const id = String(command_id);
-      if (id === 'recent') return json(uri.href, { commands: core.journal.recent({ limit: RECENT_LIMIT }).map((c) => summary(core, c)) });
+      if (id === 'recent') return json(uri.href, { commands: recent(RECENT_LIMIT).map((c) => summary(core, c)) });
       const s = core.status(id);
-      if (!s) notFound(`no command "${id}" in the journal`);
+      if (!s || !ids().includes(s.device_id)) notFound(`no command "${id}" in the journal`);
       const events = core.commands.history(id).map((e) => ({ at: new Date(e.at).toISOString(), state: e.state, note: e.note }));
       return json(uri.href, { command: s, events });
     },

@@ -60,6 +60,8 @@ export const CommandStatusSchema = z.object({
 });
 
 export const DeviceViewSchema = z.object({
+  names: z.array(z.string()).describe("what a person calls this device's outputs (labels, else names); action tools take a name alone when it is unique on the host"),
+  area: z.string().nullable().describe('where the device is, from its board file'),
   device_id: z.string(),
   online: z.boolean(),
   board_id: z.string(),
@@ -110,8 +112,11 @@ const actionWait = z
 
 const deviceId = z.string({ error: 'device_id must be a string' }).min(1, 'device_id must not be empty').max(64);
 
+const outputName = z.string({ error: 'name must be a string such as "bench lamp"' }).min(1).max(40);
+
 export const RelaySetInput = z.strictObject({
-  device_id: deviceId.describe('device id from list_devices'),
+  name: outputName.optional().describe('the output\'s name from list_devices ("bench lamp"), alone when unique on the host; instead of device_id + channel'),
+  device_id: deviceId.optional().describe('device id from list_devices'),
   channel: z
     .union([
       z
@@ -127,7 +132,8 @@ export const RelaySetInput = z.strictObject({
           ? ((iss as { errors?: { message: string }[][] }).errors?.[0]?.[0]?.message ?? 'channel must be a whole number 1..64')
           : 'channel must be an integer channel number such as 1, or a channel label such as "bench lamp"',
     })
-    .describe('relay channel as printed on the module (1-based), or its label/name from list_devices ("bench lamp"); the device board decides which exist'),
+    .optional()
+    .describe('relay channel as printed on the module (1-based), or its label/name ("bench lamp")'),
   on: z.boolean({ error: 'on must be true or false (a JSON boolean)' }).describe('true = energise the relay, false = release it'),
   request_id: z
     .string()
@@ -165,8 +171,9 @@ const requestId = z
 const axis = z.string({ error: 'axis must be a string such as "x"' }).min(1).max(40).describe('axis id from the device board ("x"), or its label/name from list_devices ("slide")');
 
 export const StepperMoveInput = z.strictObject({
-  device_id: deviceId,
-  axis,
+  name: outputName.optional().describe('the axis name from list_devices ("slide"), alone when unique on the host; instead of device_id + axis'),
+  device_id: deviceId.optional(),
+  axis: axis.optional(),
   target_mm: z
     .number({ error: 'target_mm must be a number of millimetres (absolute)' })
     .finite('target_mm must be a finite number')
@@ -182,7 +189,13 @@ export const StepperMoveInput = z.strictObject({
   wait_ms: actionWait,
 });
 
-export const StepperHomeInput = z.strictObject({ device_id: deviceId, axis, request_id: requestId, wait_ms: actionWait });
+export const StepperHomeInput = z.strictObject({
+  name: outputName.optional().describe('the axis name from list_devices ("slide"), alone when unique on the host'),
+  device_id: deviceId.optional(),
+  axis: axis.optional(),
+  request_id: requestId,
+  wait_ms: actionWait,
+});
 
 const stopWait = z
   .number({ error: 'wait_ms must be an integer number of milliseconds' })

@@ -57,7 +57,10 @@ export function summarizeCommand(s: CommandStatus): string {
 export function summarizeDevice(d: DeviceView): string {
   const seen = d.last_seen_age_ms !== null ? `, last seen ${Math.round(d.last_seen_age_ms / 1000)} s ago` : ', never seen';
   const booting = !d.online && (d as { booting?: boolean }).booting ? ' (booting: expected online shortly)' : '';
-  const parts = [`${d.device_id} (${d.board_name}): ${d.online ? 'online' : 'OFFLINE'}${booting}${seen}.`];
+  // What a person calls things first: "bench lamp, pump, fan, spare (lab bench): relay-rig-4ch ...".
+  const named = d as DeviceView & { names?: string[]; area?: string | null };
+  const names = named.names?.length ? `${named.names.join(', ')}${named.area ? ` (${named.area})` : ''}: ` : named.area ? `${named.area}: ` : '';
+  const parts = [`${names}${d.device_id} (${d.board_name}): ${d.online ? 'online' : 'OFFLINE'}${booting}${seen}.`];
   if (d.state?.estop) parts.push('E-STOP LATCHED: every output is off until an operator clears it (estop_clear).');
   if (d.state) {
     const age = d.state_age_ms !== null ? ` (state observed ${Math.round(d.state_age_ms / 1000)} s ago)` : '';

@@ -9,8 +9,9 @@ import type { HostCore } from '../core/host.js';
 import type { CommandStatus, SubmitInput } from '../core/command-view.js';
 import { VERSION } from '../version.js';
 import { followProgress } from './progress.js';
-import { resolveAxis, resolveChannel } from './names.js';
-import { deviceViews, registerResources } from './resources.js';
+import { resolveAxisTarget, resolveRelayTarget, type NameScope } from './names.js';
+import { deviceViews, registerResources, visibleIds } from './resources.js';
+import { Exposure } from './exposure.js';
 import { registerPrompts } from './prompts.js';
 import { forwardLogs } from './logging.js';
 import { JournalTaskStore, TASK_CAPABILITIES, taskToolHandler } from './tasks.js';
@@ -46,6 +47,8 @@ export interface McpOptions {
   bootWaitMs?: number;
   /** Asks the person at the host's own terminal to confirm an operator-only call (absent: nobody can). */
   confirmAtHost?: HostConfirm;
+  /** Which devices and outputs MCP clients see and act on (--expose); default all. */
+  exposure?: Exposure;
 }
 
 /** How long an action tool waits for the device's acknowledgement before answering. */
@@ -71,15 +74,12 @@ function unknownOrPruned(core: HostCore, commandId: string): CallToolResult {
   );
 }
 
+// The outcome semantics once, in the server's instructions; each tool's description says only
+// what is its own (descriptions are read into small contexts such as xiaozhi's).
 const OUTCOME =
-  'Outcome semantics: completed = executed AND confirmed by evidence (aux_contact: a feedback contact followed; pin_readback: only the MCU pin was read back); ' +
+  'Outcome semantics: completed = executed AND confirmed by evidence (aux_contact: a feedback contact followed; pin_readback: only the MCU pin was read back; encoder; home_switch); ' +
   'unverified = executed on an output nothing observes (not a success claim); failed = tried and the evidence contradicts, or the device rebooted (see error_code); ' +
   'rejected = refused before anything moved; timeout = no evidence by the deadline even after asking the device: outcome UNKNOWN, not failed.';
-
-const MOVE_OUTCOME =
-  'For a move, completed means the ENCODER measured the carriage within the board tolerance of the target (evidence: encoder); a driver FAULT ends failed MOTOR_STALL, ' +
-  'a measured position off target ends failed POSITION_ERROR, an encoder that did not count ends failed NO_FEEDBACK, a limit switch ends failed LIMIT_HIT; position_mm is the measured position. ' +
-  'After a failed or timed-out motion, read the real state (get_device_status refresh=true) before moving that axis again, or the move is rejected STATE_READ_REQUIRED.';
 
 export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServer {
   const server = durable(core, new McpServer(SERVER_INFO, {
@@ -113,20 +113,29 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
       stop();
     }
   };
-  const board = (dev: string) => core.devices.board(dev);
+  const exposure = opts.exposure ?? Exposure.all();
+  const scope: NameScope = { ids: () => core.devices.ids(), board: (id) => core.devices.board(id), exposure };
+  /** Hidden from MCP clients by --expose (a device this host does not know is not hidden: the core answers for it). */
+  const hidden = (dev: string) => !exposure.device(dev, core.devices.board(dev)) && core.devices.board(dev) !== undefined;
+  const hiddenError = (dev: string) => toolError('DEVICE_OFFLINE', `no device "${dev}" is exposed to MCP clients on this host`);
+  /** A command of a device hidden from MCP clients is answered as unknown. */
+  const hiddenCommand = (id: string) => {
+    const s = core.status(id);
+    return !!s && hidden(s.device_id);
+  };
 
   server.registerTool(
     'list_devices',
     {
       title: 'List devices',
-      description: 'Lists every provisioned device with online/offline, boot id, last-seen age and the cached state with its age. Reads the host registry only; nothing is sent to devices.',
+      description: 'Every device: its output names first (action tools take a unique name alone), area, online/offline, and the cached state with its age. Nothing is sent to devices.',
       inputSchema: ListDevicesInput,
       outputSchema: DeviceListSchema,
       annotations: { readOnlyHint: true, idempotentHint: true },
     },
     async () => {
       await ready();
-      return ok({ devices: deviceViews(core) });
+      return ok({ devices: deviceViews(core, undefined, exposure) });
     },
   );
 
@@ -134,32 +143,30 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     'list_commands',
     {
       title: 'List commands',
-      description:
-        'Recent commands from the journal, newest first, filtered by device, lifecycle state, open (not terminal) and submission time. Use it to find a command_id you lost; ' +
-        'get_action_status(command_id) gives the full status, the resource proofrig://commands/{command_id} its event history.',
+      description: 'Recent commands from the journal, newest first, filtered by device, state, open and time: finds a lost command_id.',
       inputSchema: ListCommandsInput,
       outputSchema: CommandListSchema,
       annotations: { readOnlyHint: true, idempotentHint: true },
     },
-    async (q) => ok({ commands: listCommands(core, q) }),
+    async (q) => ok({ commands: listCommands(core, q).filter((c) => !hidden(c.device_id)) }),
   );
 
   server.registerTool(
     'get_device_status',
     {
       title: 'Device status',
-      description:
-        'Status of one device. refresh=false returns the cached state and how old it is (state_age_ms); refresh=true asks the device now and returns what it reports (source: "device"), or the cache with refresh_error when it cannot.',
+      description: 'One device. refresh=true asks the device now (source "device"; the cache with refresh_error when it cannot answer); else the cached state and state_age_ms.',
       inputSchema: DeviceStatusInput,
       outputSchema: DeviceStatusSchema,
       annotations: { readOnlyHint: true },
     },
     async ({ device_id, refresh }, extra) => {
       await ready();
+      if (hidden(device_id)) return hiddenError(device_id);
       if (refresh && core.booting(device_id)) await core.waitOnline(device_id, bootWaitMs, extra.signal);
       const s = await core.deviceStatus(device_id, refresh);
-      if (!s) return toolError('DEVICE_OFFLINE', `no device "${device_id}" is provisioned; known devices: ${core.devices.ids().join(', ') || 'none'}`);
-      return ok({ ...s, ...deviceViews(core, device_id)[0] });
+      if (!s) return toolError('DEVICE_OFFLINE', `no device "${device_id}" is provisioned; known devices: ${visibleIds(core, exposure).join(', ') || 'none'}`);
+      return ok({ ...s, ...deviceViews(core, device_id, exposure)[0] });
     },
   );
 
@@ -168,20 +175,18 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     {
       title: 'Switch a relay',
       description:
-        'Switches one relay channel on or off. Returning means the command was journaled and (state "accepted") the device acknowledged it — NOT that the relay switched: ' +
-        'executed is false until the device reports a result. Call get_action_status(command_id) for the outcome, or pass wait_ms to get it in this call. ' +
-        'channel is the number or the label list_devices shows ("bench lamp"). ' +
-        'An offline or unknown device, a channel the board does not have, or a busy channel comes back as state "rejected" with error_code, and nothing is sent or switched. ' +
-        'Passing the same request_id again returns the same command and never switches twice. ' +
-        OUTCOME,
+        'Switches a relay on or off: name alone ("bench lamp") or device_id + channel. Answering "accepted" is NOT that the relay switched: ' +
+        'the outcome comes from get_action_status, or in this call with wait_ms. completed = a feedback contact or the pin read-back confirmed it; unverified = executed, nothing observes it; ' +
+        'rejected = nothing sent; timeout = outcome UNKNOWN. The same request_id never switches twice.',
       inputSchema: RelaySetInput,
       outputSchema: CommandStatusSchema,
       annotations: { destructiveHint: true, idempotentHint: true },
     },
-    async ({ device_id, channel, on, request_id, wait_ms }, extra) => {
-      const ch = resolveChannel(board(device_id), channel);
-      if ('error' in ch) return toolError('INVALID_ARGS', ch.error);
-      return ok(await act({ device_id, action: 'relay.set', args: { ch: ch.ch, on }, request_id }, wait_ms, extra));
+    async ({ name, device_id, channel, on, request_id, wait_ms }, extra) => {
+      await ready();
+      const t = resolveRelayTarget(scope, { name, device_id, channel });
+      if ('error' in t) return toolError('INVALID_ARGS', t.error);
+      return ok(await act({ device_id: t.device_id, action: 'relay.set', args: { ch: t.ch, on }, request_id }, wait_ms, extra));
     },
   );
 
@@ -190,23 +195,21 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     {
       title: 'Move an axis to an absolute position',
       description:
-        'Moves a stepper axis to an ABSOLUTE position in mm (relative moves are not offered, so a retry can never add distance). Returning means the device ACCEPTED the move, not that it arrived: ' +
-        'call get_action_status(command_id) until terminal (it reports position_mm and estimated_remaining_seconds while running), or pass wait_ms to get the outcome in this call; ' +
-        'clients with MCP tasks can run it as a task (task cancel = stop). axis is the id or the label list_devices shows. ' +
-        'The axis must be homed since the device booted (else rejected NOT_HOMED); a target outside travel is rejected INVALID_ARGS before anything moves; a busy axis is rejected BUSY (not queued). ' +
-        'The same request_id again returns the same command and never moves twice. ' +
-        MOVE_OUTCOME +
-        ' ' +
-        OUTCOME,
+        'Moves an axis to an ABSOLUTE position in mm: name alone ("slide") or device_id + axis. "accepted" is not arrived: poll get_action_status (position_mm, time left), pass wait_ms, or run it as a task. ' +
+        'completed = the ENCODER measured the target; failed MOTOR_STALL, POSITION_ERROR, NO_FEEDBACK or LIMIT_HIT otherwise; timeout = position UNKNOWN. Needs homing since boot (NOT_HOMED). ' +
+        'After a failed or timed-out motion read get_device_status refresh=true first (STATE_READ_REQUIRED). The same request_id never moves twice.',
       inputSchema: StepperMoveInput,
       outputSchema: CommandStatusSchema,
       annotations: { destructiveHint: true, idempotentHint: true },
       execution: { taskSupport: 'optional' },
     },
-    taskToolHandler<z.infer<typeof StepperMoveInput>>(core, async ({ device_id, axis, target_mm, speed_mm_s, request_id, wait_ms }, extra) => {
-      const args: Record<string, unknown> = { axis: resolveAxis(board(device_id), axis), mm: target_mm };
+    taskToolHandler<z.infer<typeof StepperMoveInput>>(core, async ({ name, device_id, axis, target_mm, speed_mm_s, request_id, wait_ms }, extra) => {
+      await ready();
+      const t = resolveAxisTarget(scope, { name, device_id, axis });
+      if ('error' in t) throw new InvalidTarget('INVALID_ARGS: ' + t.error);
+      const args: Record<string, unknown> = { axis: t.axis, mm: target_mm };
       if (speed_mm_s !== undefined) args.speed = speed_mm_s;
-      return act({ device_id, action: 'stepper.move', args, request_id }, wait_ms, extra);
+      return act({ device_id: t.device_id, action: 'stepper.move', args, request_id }, wait_ms, extra);
     }),
   );
 
@@ -215,17 +218,19 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     {
       title: 'Home an axis',
       description:
-        'Drives the axis towards its home switch at the board home speed and sets 0 mm where the switch closes. Completed (evidence aux_contact) only when the home switch closed; ' +
-        'if the switch never closes within the travel it ends failed NO_FEEDBACK. Returns after the device accepted; call get_action_status for the outcome, or pass wait_ms, or run it as an MCP task. ' +
-        OUTCOME,
+        'Homes an axis (name alone, or device_id + axis): 0 mm where the home switch closes. completed only when the switch closed; failed NO_FEEDBACK if it never does. ' +
+        '"accepted" is not homed: poll get_action_status, pass wait_ms, or run it as a task.',
       inputSchema: StepperHomeInput,
       outputSchema: CommandStatusSchema,
       annotations: { destructiveHint: true, idempotentHint: true },
       execution: { taskSupport: 'optional' },
     },
-    taskToolHandler<z.infer<typeof StepperHomeInput>>(core, async ({ device_id, axis, request_id, wait_ms }, extra) =>
-      act({ device_id, action: 'stepper.home', args: { axis: resolveAxis(board(device_id), axis) }, request_id }, wait_ms, extra),
-    ),
+    taskToolHandler<z.infer<typeof StepperHomeInput>>(core, async ({ name, device_id, axis, request_id, wait_ms }, extra) => {
+      await ready();
+      const t = resolveAxisTarget(scope, { name, device_id, axis });
+      if ('error' in t) throw new InvalidTarget('INVALID_ARGS: ' + t.error);
+      return act({ device_id: t.device_id, action: 'stepper.home', args: { axis: t.axis }, request_id }, wait_ms, extra);
+    }),
   );
 
   server.registerTool(
@@ -233,15 +238,15 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     {
       title: 'Stop all motion on a device',
       description:
-        'Stops every moving actuator (stepper axes) on the device at once; it wins over any running move, which then ends cancelled with its measured position. ' +
-        'Answers once the device CONFIRMED motion has stopped (state completed, evidence encoder: the encoder no longer changes), or after wait_ms (default 5 s) with the state so far. Relays keep their state. ' +
-        'An offline device is rejected DEVICE_OFFLINE: then nothing was stopped by this call.',
+        'Stops all motion on a device; running moves end cancelled with their measured position. Answers when the device CONFIRMED the axes stopped (completed, evidence encoder) or after wait_ms. ' +
+        'Relays keep their state. Rejected DEVICE_OFFLINE = nothing was stopped.',
       inputSchema: StopDeviceInput,
       outputSchema: CommandStatusSchema,
       annotations: { destructiveHint: false, idempotentHint: true },
     },
     async ({ device_id, wait_ms }, extra) => {
       await ready();
+      if (hidden(device_id)) return hiddenError(device_id);
       const s = await core.submit({ device_id, action: 'stop', args: {} });
       const stop = followProgress(core, s.command_id, extra);
       try {
@@ -257,14 +262,14 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     {
       title: 'Cancel a command',
       description:
-        'Cancels a running motion command (stepper_move, stepper_home) by stopping its axis, and answers once it is terminal (cancelled with the measured position, or whatever it reached first) or after wait_ms (default 5 s). ' +
-        'Terminal commands are left unchanged, and relay switching cannot be recalled (it takes milliseconds): then cancel_requested is false and reason says why.',
+        'Cancels a running move or home by stopping its axis; answers once it ended (cancelled, with its position) or after wait_ms. Relay commands and ended ones are left alone (reason says why).',
       inputSchema: CancelInput,
       outputSchema: CancelResultSchema,
       annotations: { destructiveHint: false },
     },
     async ({ command_id, wait_ms }, extra) => {
       await ready();
+      if (hiddenCommand(command_id)) return toolError('UNKNOWN_COMMAND', `no command "${command_id}" in the journal`);
       const r = await core.commands.cancel(command_id);
       if (!r) return unknownOrPruned(core, command_id);
       const target = r.stop && r.stop.state !== 'rejected' ? (await core.waitTerminal(command_id, wait_ms, extra.signal))! : r.target;
@@ -277,14 +282,13 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     {
       title: 'Action status',
       description:
-        'The lifecycle state of a command from the persistent journal (it survives host restarts). Waits up to wait_ms (default 3000, max 5000) and returns as soon as the command is terminal; ' +
-        'if terminal is false, call again. While running it gives estimated_remaining_seconds. Sends MCP progress notifications when the request carries a progress token. ' +
-        OUTCOME,
+        'A command\'s state from the journal (survives host restarts). Returns as soon as it is terminal, or after wait_ms (default 3000) with terminal false: then call again. Act on state and verified.',
       inputSchema: ActionStatusInput,
       outputSchema: CommandStatusSchema,
       annotations: { readOnlyHint: true, idempotentHint: true },
     },
     async ({ command_id, wait_ms }, extra) => {
+      if (hiddenCommand(command_id)) return toolError('UNKNOWN_COMMAND', `no command "${command_id}" in the journal`);
       if (!core.status(command_id)) return unknownOrPruned(core, command_id);
       const stop = followProgress(core, command_id, extra);
       try {
@@ -296,11 +300,14 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
   );
 
   registerOperatorTools(server, core, opts.confirmAtHost);
-  registerResources(server, core, cleanups);
+  registerResources(server, core, cleanups, exposure);
   registerPrompts(server, core);
   forwardLogs(server, core, cleanups);
   return server;
 }
+
+/** A move or home whose target cannot be resolved: a tool error, also through the task path. */
+class InvalidTarget extends Error {}
 
 /** Give the device a moment to acknowledge, so `accepted` reflects the device and not just the host. */
 async function untilAcked(core: HostCore, s: CommandStatus): Promise<CommandStatus> {
