@@ -1,6 +1,7 @@
 // The dashboard a person watches while an agent drives the rig, tested in a real headless
 // Chromium: it shows a relay command's evidence within a second of the result, and a stall's
-// error code as it happens, without a reload.
+// error code as it happens, without a reload; labels and areas; faults from the journal, not only
+// since the page opened; calls for unknown devices folded; nothing clipped at 1,024 and 1,400 px.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -21,8 +22,8 @@ afterAll(async () => {
   await browser?.close();
 });
 
-async function open(e: E2E): Promise<Page> {
-  const page = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
+async function open(e: E2E, width = 1400): Promise<Page> {
+  const page = await browser!.newPage({ viewport: { width, height: 900 } });
   await page.goto(e.running.url + '/' + dashboardFragment(e));
   await page.getByTestId('conn').filter({ hasText: 'live' }).waitFor({ timeout: 5000 });
   return page;
@@ -40,7 +41,8 @@ describe.skipIf(!CHROMIUM)('the live dashboard', () => {
     try {
       const page = await open(e);
       await expect(page.getByTestId(`device-${RIG}`).locator('.badge').textContent()).resolves.toBe('online');
-      await expect(page.getByTestId(`relay-${RIG}-1`).textContent()).resolves.toMatch(/^1K1.*aux_contact/);
+      await expect(page.getByTestId(`relay-${RIG}-1`).textContent()).resolves.toMatch(/^1bench lamp K1.*aux_contact/);
+      await expect(page.getByTestId(`area-${RIG}`).textContent()).resolves.toBe('lab bench');
 
       const r = await e.call('relay_set', { device_id: RIG, channel: 1, on: true });
       const id = (r.structuredContent as { command_id: string }).command_id;
@@ -51,7 +53,7 @@ describe.skipIf(!CHROMIUM)('the live dashboard', () => {
       await row.and(page.locator('[data-state="completed"]')).waitFor({ timeout: 1000 });
       expect(Date.now() - resultAt).toBeLessThan(1000);
       const text = await row.textContent();
-      expect(text).toContain('relay 1 on');
+      expect(text).toContain('relay 1 (bench lamp) on');
       expect(text).toMatch(/completed/);
       expect(text).toContain('aux_contact');
       expect(text).toMatch(/submitted.*→.*completed/);
@@ -86,7 +88,7 @@ describe.skipIf(!CHROMIUM)('the live dashboard', () => {
       expect(Date.now() - resultAt).toBeLessThan(1000);
       expect(await page.getByTestId(`cmd-${id}`).textContent()).toContain('MOTOR_STALL');
       const faults = await page.getByTestId('fault').allTextContents();
-      expect(faults.some((f: string) => f.startsWith('MOTOR_STALL') && f.includes('move x → 60 mm'))).toBe(true);
+      expect(faults.some((f: string) => f.startsWith('MOTOR_STALL') && f.includes('move x (slide) → 60 mm'))).toBe(true);
       await page.screenshot({ path: process.env.PROOFRIG_SCREENSHOT_STALL ?? '/tmp/proofrig-dashboard-stall.png', fullPage: true });
       await page.close();
     } finally {
@@ -109,6 +111,54 @@ describe.skipIf(!CHROMIUM)('the live dashboard', () => {
       const first = await feed.body!.getReader().read();
       expect(new TextDecoder().decode(first.value)).toMatch(/^event: snapshot\ndata: \{.*"device_id":"relay-rig-4ch"/);
       await feed.body!.cancel().catch(() => {});
+    } finally {
+      await e.close();
+    }
+  });
+
+  it('lists the faults the journal holds when it opens, and folds calls for unknown devices into one row', async () => {
+    const e = await startE2E({ faults: [`${RIG}:relay2:coil_open`] });
+    try {
+      const bad = await e.act('relay_set', { device_id: RIG, channel: 2, on: true });
+      expect(bad.final).toMatchObject({ state: 'failed', error_code: 'NO_FEEDBACK' });
+      for (const dev of ['nope', 'nope', 'typo-rig']) expect((await e.call('relay_set', { device_id: dev, channel: 1, on: true })).isError).toBeFalsy();
+      // Opened after the fault: it is there, from the journal.
+      const page = await open(e);
+      const faults = await page.getByTestId('fault').allTextContents();
+      expect(faults.some((f: string) => f.startsWith('NO_FEEDBACK') && f.includes('relay 2 (pump) on'))).toBe(true);
+      expect(await page.getByTestId('folded').textContent()).toBe('3 calls for devices this host does not know (typo-rig, nope), refused before anything was sent');
+      expect(await page.locator('[data-testid^="cmd-"][data-state="rejected"]').count()).toBe(0);
+      await page.close();
+    } finally {
+      await e.close();
+    }
+  });
+
+  it.each([1024, 1400])('at %i px nothing is clipped: no card or table wider than its box, every command detail on screen', async (width) => {
+    const e = await startE2E({ sims: [{ boardFile: RELAY_BOARD }, { boardFile: STEPPER_BOARD }], faults: [`${RIG}:relay2:coil_open`] });
+    try {
+      await e.waitOnline('stepper-rig');
+      await e.act('relay_set', { device_id: RIG, channel: 2, on: true }); // a long detail
+      await e.act('relay_set', { device_id: RIG, channel: 4, on: true });
+      const page = await open(e, width);
+      await page.getByTestId('device-stepper-rig').waitFor();
+      await until(async () => (await page.locator('[data-testid^="cmd-"]').count()) === 2, 3000, 'both commands shown');
+      const overflow = await page.evaluate(() => {
+        const out: string[] = [];
+        if (document.documentElement.scrollWidth > window.innerWidth) out.push(`page ${document.documentElement.scrollWidth} > ${window.innerWidth}`);
+        for (const el of Array.from(document.querySelectorAll('.card, .scroll, table'))) {
+          const h = el as HTMLElement;
+          if (h.scrollWidth > h.clientWidth + 1) out.push(`${h.className || h.tagName} ${h.closest('[data-testid]')?.getAttribute('data-testid')}: ${h.scrollWidth} > ${h.clientWidth}`);
+        }
+        for (const td of Array.from(document.querySelectorAll('td.detail'))) {
+          const r = td.getBoundingClientRect();
+          if (r.right > window.innerWidth) out.push(`detail cell ends at ${r.right} > ${window.innerWidth}`);
+        }
+        return out;
+      });
+      expect(overflow).toEqual([]);
+      await page.screenshot({ path: `/tmp/proofrig-dashboard-${width}.png`, fullPage: true });
+      await page.close();
     } finally {
       await e.close();
     }

@@ -223,12 +223,21 @@ describe("the chip's Nagle (lwIP; Espruino sets no TCP_NODELAY)", () => {
   });
 
   it('data from the peer carries the ACK at once and releases the held write', async () => {
-    const srv = await server((s) => s.once('data', () => setTimeout(() => s.write('ok'), 15)));
-    const { rig } = start(twoWrites(srv.port));
+    // On a virtual clock the delayed ACK (40 ms) cannot fire: only the peer's reply can release 'res'
+    // (on the wall clock a loaded machine could let the 40 ms pass before the reply is read).
+    const clock = new VirtualClock(0);
+    let peer: import('node:net').Socket | undefined;
+    const srv = await server((s) => s.once('data', () => (peer = s)));
+    const { rig } = start(twoWrites(srv.port), clock);
     const released: string[] = [];
     rig.on('nagle', (by: string) => released.push(by));
+    await waitFor(() => srv.received.join('') === 'ack' && peer !== undefined, "the first write at the server");
+    clock.advance(3); // the firmware's second write: held behind the unacknowledged 'ack'
+    expect(srv.received.join('')).toBe('ack');
+    peer!.write('ok');
     await waitFor(() => srv.received.join('') === 'ackres', 'both writes at the server');
     expect(released).toEqual(['peer']);
+    expect(clock.now()).toBe(3);
   });
 
   it('the writes of one callback leave as one segment', async () => {

@@ -7,6 +7,8 @@ import type { CommandStatus } from '../core/command-view.js';
 
 /** How many recent commands the first snapshot carries. */
 export const SNAPSHOT_COMMANDS = 50;
+/** How many past faults (failed and timed-out commands) the first snapshot carries, from the journal. */
+export const SNAPSHOT_FAULTS = 20;
 /** A comment line this often keeps proxies and the browser from timing the stream out. */
 const KEEPALIVE_MS = 15_000;
 
@@ -14,8 +16,9 @@ function board(core: HostCore, dev: string) {
   const b = core.devices.board(dev);
   if (!b) return null;
   return {
-    relays: b.relays.map((r) => ({ ch: r.ch, name: r.name, feedback: r.feedback.kind })),
-    axes: (b.steppers ?? []).map((s) => ({ axis: s.axis, name: s.name, travel_mm: [s.travel.min_mm, s.travel.max_mm] })),
+    area: b.area ?? null,
+    relays: b.relays.map((r) => ({ ch: r.ch, name: r.name, label: r.label ?? null, feedback: r.feedback.kind })),
+    axes: (b.steppers ?? []).map((s) => ({ axis: s.axis, name: s.name, label: s.label ?? null, travel_mm: [s.travel.min_mm, s.travel.max_mm] })),
   };
 }
 
@@ -49,6 +52,8 @@ export function serveEvents(core: HostCore, req: IncomingMessage, res: ServerRes
     at: new Date(core.clock.now()).toISOString(),
     devices: core.devices.ids().map((d) => device(core, d)),
     commands: core.commands.recent(SNAPSHOT_COMMANDS).map((s) => withPath(core, s)),
+    // The faults list is history, not "since this page opened": the journal's last ones first.
+    faults: core.journal.recent({ states: ['failed', 'timeout'], limit: SNAPSHOT_FAULTS }).map((c) => core.commands.view(c)),
   });
   const onCommand = (s: CommandStatus) => send('command', withPath(core, s));
   const onDevice = (dev: string) => send('device', device(core, dev));

@@ -17,7 +17,15 @@ export const DASHBOARD_HTML = `<!doctype html>
   header .tag { color: var(--mute); }
   #conn { margin-left: auto; font-weight: 600; }
   #conn.live { color: var(--ok); } #conn.down { color: var(--bad); }
-  main { display: grid; grid-template-columns: minmax(320px, 1fr) minmax(420px, 1.6fr); gap: 1rem; padding: 1rem 1.2rem; }
+  main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1.6fr); gap: 1rem; padding: 1rem 1.2rem; }
+  section { min-width: 0; }
+  .scroll { overflow-x: auto; }
+  td { overflow-wrap: anywhere; }
+  td.detail { min-width: 12rem; }
+  td.nowrap, .code { white-space: nowrap; overflow-wrap: normal; }
+  @media (max-width: 1100px) { main { grid-template-columns: minmax(0, 1fr); } }
+  .folded td { color: var(--mute); font-style: italic; }
+  .label { font-weight: 600; }
   h2 { font-size: .95rem; margin: 0 0 .5rem; text-transform: uppercase; letter-spacing: .04em; color: var(--mute); }
   .card { border: 1px solid var(--line); border-radius: 6px; padding: .7rem .8rem; margin-bottom: .8rem; }
   .card h3 { margin: 0 0 .3rem; font-size: 1rem; display: flex; gap: .5rem; align-items: baseline; }
@@ -47,12 +55,12 @@ export const DASHBOARD_HTML = `<!doctype html>
     <h2>Devices</h2>
     <div id="devices" data-testid="devices"><p class="empty">No devices yet.</p></div>
     <h2>Faults</h2>
-    <ul id="faults" data-testid="faults"><li class="empty">None seen since this page opened.</li></ul>
+    <ul id="faults" data-testid="faults"><li class="empty">None in the journal.</li></ul>
   </section>
   <section>
     <h2>Commands</h2>
-    <table><thead><tr><th>time</th><th>command</th><th>device</th><th>action</th><th>lifecycle</th><th>evidence</th><th>error</th><th>detail</th></tr></thead>
-    <tbody id="commands" data-testid="commands"></tbody></table>
+    <div class="scroll"><table><thead><tr><th>time</th><th>command</th><th>device</th><th>action</th><th>lifecycle</th><th>evidence</th><th>error</th><th>detail</th></tr></thead>
+    <tbody id="commands" data-testid="commands"></tbody></table></div>
   </section>
 </main>
 <script>
@@ -65,11 +73,17 @@ export const DASHBOARD_HTML = `<!doctype html>
 
   function esc(s) { return String(s == null ? '' : s).replace(/[&<>"]/g, function (c) { return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]; }); }
   function age(ms) { if (ms == null) return 'never'; var s = Math.round(ms / 1000); return s < 60 ? s + ' s ago' : Math.round(s / 60) + ' min ago'; }
+  // What a person calls an output: its label from the board, else its name.
+  function labelOf(dev, kind, key) {
+    var b = devices[dev] && devices[dev].board, list = b ? (kind === 'relay' ? b.relays : b.axes) : [];
+    for (var i = 0; i < list.length; i++) if ((kind === 'relay' ? list[i].ch : list[i].axis) === key) return list[i].label ? ' (' + list[i].label + ')' : '';
+    return '';
+  }
   function what(c) {
     var a = c.args || {};
-    if (c.action === 'relay.set') return 'relay ' + a.ch + ' ' + (a.on ? 'on' : 'off');
-    if (c.action === 'stepper.move') return 'move ' + a.axis + ' → ' + a.mm + ' mm';
-    if (c.action === 'stepper.home') return 'home ' + a.axis;
+    if (c.action === 'relay.set') return 'relay ' + a.ch + labelOf(c.device_id, 'relay', a.ch) + ' ' + (a.on ? 'on' : 'off');
+    if (c.action === 'stepper.move') return 'move ' + a.axis + labelOf(c.device_id, 'axis', a.axis) + ' → ' + a.mm + ' mm';
+    if (c.action === 'stepper.home') return 'home ' + a.axis + labelOf(c.device_id, 'axis', a.axis);
     return c.action;
   }
   function lastEvidence(dev, ch) {
@@ -99,26 +113,31 @@ export const DASHBOARD_HTML = `<!doctype html>
       var seen = d.last_seen ? age(Date.now() - serverSkew - Date.parse(d.last_seen)) : 'never';
       var relays = b.relays.map(function (r) {
         var st = s ? (s.relays.filter(function (x) { return x.ch === r.ch; })[0] || {}) : {};
-        return '<tr data-testid="relay-' + esc(id) + '-' + r.ch + '"><td>' + r.ch + '</td><td>' + esc(r.name) + '</td><td>' + esc(r.feedback) + '</td><td>' + (st.cmd === null ? '<span class="meta">never</span>' : yesno(st.cmd)) + '</td><td>' + yesno(st.pin) + '</td><td>' + yesno(st.aux) + '</td><td>' + lastEvidence(id, r.ch) + '</td></tr>';
+        return '<tr data-testid="relay-' + esc(id) + '-' + r.ch + '"><td>' + r.ch + '</td><td>' + (r.label ? '<span class="label">' + esc(r.label) + '</span>' + (r.label.toLowerCase() === r.name.toLowerCase() ? '' : ' ' + esc(r.name)) : esc(r.name)) + '</td><td>' + esc(r.feedback) + '</td><td>' + (st.cmd === null ? '<span class="meta">never</span>' : yesno(st.cmd)) + '</td><td>' + yesno(st.pin) + '</td><td>' + yesno(st.aux) + '</td><td>' + lastEvidence(id, r.ch) + '</td></tr>';
       }).join('');
       var axes = (s && s.axes ? s.axes : []).map(function (a) {
         var run = runningMove(id, a.axis);
         if (run) a = { axis: a.axis, pos: run.position_mm != null ? run.position_mm : a.pos, homed: a.homed, moving: true, fault: a.fault, home: a.home, limit: a.limit };
-        return '<tr data-testid="axis-' + esc(id) + '-' + esc(a.axis) + '"><td>' + esc(a.axis) + '</td><td>' + a.pos + ' mm</td><td>' + (a.homed ? 'homed' : '<b>not homed</b>') + '</td><td>' + (a.moving ? 'moving' : 'still') + '</td><td>' + (a.fault ? '<span class="code">FAULT</span>' : 'ok') + '</td><td>' + (a.home ? 'home ' : '') + (a.limit ? 'limit' : '') + '</td></tr>';
+        return '<tr data-testid="axis-' + esc(id) + '-' + esc(a.axis) + '"><td>' + esc(a.axis) + esc(labelOf(id, 'axis', a.axis)) + '</td><td>' + a.pos + ' mm</td><td>' + (a.homed ? 'homed' : '<b>not homed</b>') + '</td><td>' + (a.moving ? 'moving' : 'still') + '</td><td>' + (a.fault ? '<span class="code">FAULT</span>' : 'ok') + '</td><td>' + (a.home ? 'home ' : '') + (a.limit ? 'limit' : '') + '</td></tr>';
       }).join('');
       return '<div class="card" data-testid="device-' + esc(id) + '"><h3>' + esc(id) + ' <span class="badge ' + (d.online ? 'on">online' : 'off">offline') + '</span></h3>' +
-        '<div class="meta">' + esc(d.board_name) + ' · last seen <span data-testid="seen-' + esc(id) + '">' + seen + '</span> · boot ' + esc(d.boot_id || '—') + ' · state ' + (d.state_observed_at ? 'observed ' + age(Date.now() - serverSkew - Date.parse(d.state_observed_at)) : 'never read') + '</div>' +
-        (relays ? '<table><thead><tr><th>ch</th><th>name</th><th>feedback</th><th>commanded</th><th>pin</th><th>aux</th><th>last evidence</th></tr></thead><tbody>' + relays + '</tbody></table>' : '') +
-        (axes ? '<table><thead><tr><th>axis</th><th>position</th><th>homed</th><th>motion</th><th>driver</th><th>switches</th></tr></thead><tbody>' + axes + '</tbody></table>' : '') +
+        '<div class="meta">' + (b.area ? '<b data-testid="area-' + esc(id) + '">' + esc(b.area) + '</b> · ' : '') + esc(d.board_name) + ' · last seen <span data-testid="seen-' + esc(id) + '">' + seen + '</span> · boot ' + esc(d.boot_id || '—') + ' · state ' + (d.state_observed_at ? 'observed ' + age(Date.now() - serverSkew - Date.parse(d.state_observed_at)) : 'never read') + '</div>' +
+        (relays ? '<div class="scroll"><table><thead><tr><th>ch</th><th>name</th><th>feedback</th><th>commanded</th><th>pin</th><th>aux</th><th>last evidence</th></tr></thead><tbody>' + relays + '</tbody></table></div>' : '') +
+        (axes ? '<div class="scroll"><table><thead><tr><th>axis</th><th>position</th><th>homed</th><th>motion</th><th>driver</th><th>switches</th></tr></thead><tbody>' + axes + '</tbody></table></div>' : '') +
         '</div>';
     }).join('');
   }
 
+  // Calls for devices this host does not know are refused before anything is sent: one folded row, not a flood.
+  function unknownDevice(c) { return c.state === 'rejected' && c.error_code === 'DEVICE_OFFLINE' && !devices[c.device_id]; }
   function renderCommands() {
-    document.getElementById('commands').innerHTML = order.slice(0, 100).map(function (id) {
+    var shown = order.slice(0, 100), folded = shown.filter(function (id) { return unknownDevice(commands[id]); });
+    document.getElementById('commands').innerHTML = (folded.length ? '<tr class="folded" data-testid="folded"><td colspan="8">' + folded.length + ' call' + (folded.length === 1 ? '' : 's') +
+      ' for devices this host does not know (' + esc(folded.map(function (id) { return commands[id].device_id; }).filter(function (d, i, all) { return all.indexOf(d) === i; }).slice(0, 5).join(', ')) + '), refused before anything was sent</td></tr>' : '') +
+      shown.filter(function (id) { return !unknownDevice(commands[id]); }).map(function (id) {
       var c = commands[id];
-      return '<tr data-testid="cmd-' + esc(id) + '" data-state="' + esc(c.state) + '"><td>' + esc((c.submitted_at || '').slice(11, 23)) + '</td><td>' + esc(id) + '</td><td>' + esc(c.device_id) + '</td><td>' + esc(what(c)) + '</td>' +
-        '<td><span class="path">' + esc((paths[id] || []).slice(0, -1).concat('').join(' → ')) + '</span><span class="' + esc(c.state) + '">' + esc(c.state) + '</span></td><td>' + esc(c.evidence || '') + '</td><td>' + (c.error_code ? '<span class="code">' + esc(c.error_code) + '</span>' : '') + '</td><td>' + esc(c.detail || '') + '</td></tr>';
+      return '<tr data-testid="cmd-' + esc(id) + '" data-state="' + esc(c.state) + '"><td class="nowrap">' + esc((c.submitted_at || '').slice(11, 23)) + '</td><td>' + esc(id) + '</td><td>' + esc(c.device_id) + '</td><td>' + esc(what(c)) + '</td>' +
+        '<td><span class="path">' + esc((paths[id] || []).slice(0, -1).concat('').join(' → ')) + '</span><span class="' + esc(c.state) + '">' + esc(c.state) + '</span></td><td>' + esc(c.evidence || '') + '</td><td>' + (c.error_code ? '<span class="code">' + esc(c.error_code) + '</span>' : '') + '</td><td class="detail">' + esc(c.detail || '') + '</td></tr>';
     }).join('');
   }
 
@@ -126,7 +145,7 @@ export const DASHBOARD_HTML = `<!doctype html>
     var el = document.getElementById('faults');
     el.innerHTML = faults.length ? faults.slice(0, 20).map(function (f) {
       return '<li data-testid="fault"><span class="code">' + esc(f.code) + '</span>' + esc(f.at.slice(11, 19)) + ' ' + esc(f.device) + ': ' + esc(f.text) + '</li>';
-    }).join('') : '<li class="empty">None seen since this page opened.</li>';
+    }).join('') : '<li class="empty">None in the journal.</li>';
   }
 
   function command(c, live) {
@@ -145,6 +164,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       devices = {}; data.devices.forEach(function (d) { if (d) devices[d.device_id] = d; });
       commands = {}; order = []; paths = {};
       data.commands.slice().reverse().forEach(function (c) { command(c, false); });
+      faults = (data.faults || []).map(function (c) { return { code: c.error_code || c.state, at: c.terminal_at || c.submitted_at, device: c.device_id, text: what(c) + (c.detail ? ' — ' + c.detail : '') }; });
     } else if (event === 'command') {
       command(data, true);
     } else if (event === 'device' && data) {
