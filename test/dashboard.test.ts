@@ -4,6 +4,9 @@
 // since the page opened; calls for unknown devices folded; nothing clipped at 1,024 and 1,400 px.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
 
@@ -143,21 +146,53 @@ describe.skipIf(!CHROMIUM)('the live dashboard', () => {
       const page = await open(e, width);
       await page.getByTestId('device-stepper-rig').waitFor();
       await until(async () => (await page.locator('[data-testid^="cmd-"]').count()) === 2, 3000, 'both commands shown');
-      const overflow = await page.evaluate(() => {
-        const out: string[] = [];
-        if (document.documentElement.scrollWidth > window.innerWidth) out.push(`page ${document.documentElement.scrollWidth} > ${window.innerWidth}`);
-        for (const el of Array.from(document.querySelectorAll('.card, .scroll, table'))) {
-          const h = el as HTMLElement;
-          if (h.scrollWidth > h.clientWidth + 1) out.push(`${h.className || h.tagName} ${h.closest('[data-testid]')?.getAttribute('data-testid')}: ${h.scrollWidth} > ${h.clientWidth}`);
-        }
-        for (const td of Array.from(document.querySelectorAll('td.detail'))) {
+      // Run in the page (a string: this project's TypeScript has no DOM types).
+      const overflow = (await page.evaluate(`(() => {
+        const out = [];
+        if (document.documentElement.scrollWidth > window.innerWidth) out.push('page ' + document.documentElement.scrollWidth + ' > ' + window.innerWidth);
+        for (const h of document.querySelectorAll('.card, .scroll, table'))
+          if (h.scrollWidth > h.clientWidth + 1) out.push((h.className || h.tagName) + ' ' + h.closest('[data-testid]')?.getAttribute('data-testid') + ': ' + h.scrollWidth + ' > ' + h.clientWidth);
+        for (const td of document.querySelectorAll('td.detail')) {
           const r = td.getBoundingClientRect();
-          if (r.right > window.innerWidth) out.push(`detail cell ends at ${r.right} > ${window.innerWidth}`);
+          if (r.right > window.innerWidth) out.push('detail cell ends at ' + r.right + ' > ' + window.innerWidth);
         }
         return out;
-      });
+      })()`)) as string[];
       expect(overflow).toEqual([]);
       await page.screenshot({ path: `/tmp/proofrig-dashboard-${width}.png`, fullPage: true });
+      await page.close();
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("proofrig open's one-time link signs a browser in once, with no token in any URL; the cookie never opens /mcp", async () => {
+    const e = await startE2E();
+    try {
+      const BIN = fileURLToPath(new URL('../host/bin/proofrig.js', import.meta.url));
+      // Not spawnSync: the host answering it runs in this process.
+      const run = (args: string[]) => promisify(execFile)(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 20_000 }).then((x) => ({ status: 0, ...x }), (x: { code: number; stdout: string; stderr: string }) => ({ status: x.code, stdout: x.stdout, stderr: x.stderr }));
+      const r = await run(['open', '--url', e.running.url, '--db', e.db]);
+      expect(r.status, r.stderr).toBe(0);
+      const link = r.stdout.trim();
+      expect(link).toMatch(new RegExp(`^${e.running.url}/\\?once=[A-Za-z0-9_-]{32}$`));
+      expect(link).not.toContain(e.running.tokens!.agent);
+      const page = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
+      await page.goto(link);
+      expect(page.url()).toBe(e.running.url + '/'); // redirected: the code is gone from the address bar
+      await page.getByTestId('conn').filter({ hasText: 'live' }).waitFor({ timeout: 5000 });
+      await page.getByTestId(`device-${RIG}`).waitFor();
+      // Spent: the same link again is refused, and says what to do.
+      const again = await fetch(link, { redirect: 'manual' });
+      expect(again.status).toBe(410);
+      expect(await again.text()).toMatch(/already used or has expired.*proofrig open/);
+      // The cookie the browser holds is for /events only: /mcp still wants the bearer token.
+      const cookies = await page.context().cookies();
+      expect(cookies.map((c) => [c.name, c.path, c.httpOnly, c.sameSite])).toEqual([['proofrig_dashboard', '/events', true, 'Strict']]);
+      const mcp = await fetch(e.running.url + '/mcp', { method: 'POST', headers: { cookie: `proofrig_dashboard=${cookies[0].value}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }) });
+      expect(mcp.status).toBe(401);
+      // Without the token the host mints no link.
+      expect((await fetch(e.running.url + '/dashboard-link', { method: 'POST' })).status).toBe(401);
       await page.close();
     } finally {
       await e.close();

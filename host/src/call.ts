@@ -125,3 +125,26 @@ export async function call(tool: string, args: Record<string, unknown>, o: CallO
     await client.close().catch(() => {});
   }
 }
+
+/**
+ * `proofrig open`: ask a running host for a one-time dashboard link with the token and print it.
+ * 0 printed, 1 refused by the host, 2 no host there.
+ */
+export async function openDashboard(o: { url: string; token?: string; tokenSource?: string; out: NodeJS.WritableStream; err: NodeJS.WritableStream }): Promise<number> {
+  let res: Response;
+  try {
+    res = await fetch(new URL('/dashboard-link', o.url), { method: 'POST', headers: o.token ? { authorization: `Bearer ${o.token}` } : {} });
+  } catch (e) {
+    o.err.write(`proofrig open: no proofrig at ${o.url} (${(e as Error).message}); is it running? (--url, or PROOFRIG_URL)\n`);
+    return 2;
+  }
+  if (!res.ok) {
+    const why = res.status === 401 ? `the host refused the token${o.tokenSource ? ' from ' + o.tokenSource : ''}` : `HTTP ${res.status}`;
+    o.err.write(`proofrig open: ${why}: ${(await res.text()).slice(0, 300)}\n`);
+    return 1;
+  }
+  const { url, expires_in_s } = (await res.json()) as { url: string; expires_in_s: number };
+  o.out.write(`${url}\n`);
+  o.err.write(`Open it in a browser within ${expires_in_s} s; it signs that browser into the dashboard once (no token to paste).\n`);
+  return 0;
+}

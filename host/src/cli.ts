@@ -201,6 +201,7 @@ export function buildCli(verbs?: Verbs): Command {
         `proofrig is running${running.rigs.size ? ` with simulated rig(s): ${[...running.rigs.keys()].join(', ')}` : ''}.`,
         `  MCP (Streamable HTTP): ${mcpUrl}${o.stdio ? '   (and stdio)' : ''}`,
         `  dashboard:             ${dashboardUrl(running.url, running.tokens, !o.stdio)}`,
+        ...(running.tokens && !o.stdio ? ['                         (or `proofrig open` for a one-time link that needs no pasting)'] : []),
         `  devices connect to:    ws://${o.listen === '0.0.0.0' ? '<this-pc>' : o.listen}:${running.http.port}/device`,
         `  journal:               ${o.db}`,
         ...[...running.consoles].map(([id, port]) => `  ${id} Espruino console: tcp://127.0.0.1:${port}`),
@@ -252,6 +253,17 @@ export function buildCli(verbs?: Verbs): Command {
       const { token, source } = findToken({ db: o.db, operator: o.operator, tokenFile: o.tokenFile });
       const code = await call(tool, parseToolArgs(pairs), { url: o.url, token, tokenSource: source, json: o.json, follow: o.follow, out: process.stdout, operator: o.operator });
       process.exitCode = code;
+    });
+
+  program
+    .command('open')
+    .description("Print a one-time link that signs a browser into a running proofrig's dashboard (no token to paste; it opens once, within 60 s).")
+    .option('--url <url>', 'proofrig server (default: $PROOFRIG_URL, else http://127.0.0.1:8787)', process.env.PROOFRIG_URL || 'http://127.0.0.1:8787')
+    .option('--db <path>', "the server's journal: its folder holds the token this command sends", DEFAULT_DB)
+    .option('--token-file <file>', 'send the bearer token in this file instead (else PROOFRIG_TOKEN, else the one beside --db)')
+    .action(async (o) => {
+      const { token, source } = findToken({ db: o.db, tokenFile: o.tokenFile });
+      process.exitCode = await verbs.openDashboard({ url: o.url, token, tokenSource: source, out: process.stdout, err: process.stderr });
     });
 
   verbs.registerFlashCommand(program);

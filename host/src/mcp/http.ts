@@ -19,10 +19,13 @@ import { AddressCaps } from './address-caps.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { DASHBOARD_HTML } from '../dashboard/page.js';
 import { serveEvents } from '../dashboard/events.js';
+import { COOKIE, DashboardLinks, LINK_TTL_MS, SESSION_TTL_MS } from '../dashboard/link.js';
 
 export const MCP_PATH = '/mcp';
 /** The dashboard's live feed (Server-Sent Events). */
 export const EVENTS_PATH = '/events';
+/** POST with the token: a one-time link that signs a browser into the dashboard (proofrig open). */
+export const LINK_PATH = '/dashboard-link';
 const MAX_BODY = 1024 * 1024;
 /** Bytes of a refused body still read (and discarded) so the client can read the 413 before the close. */
 const DRAIN_MAX = 16 * 1024 * 1024;
@@ -148,6 +151,7 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
       ),
     ),
   );
+  const links = new DashboardLinks();
   const reserved = caps.reserved;
   /** Open streams per token identity (client id, or "none" without auth). */
   const streams = new Map<string, number>();
@@ -166,7 +170,7 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== MCP_PATH && path !== '/' && path !== EVENTS_PATH) {
+    if (path !== MCP_PATH && path !== '/' && path !== EVENTS_PATH && path !== LINK_PATH) {
       res.writeHead(404, { 'content-type': 'text/plain' });
       res.end(`proofrig: MCP (Streamable HTTP) at ${MCP_PATH}, the dashboard at /, devices (WebSocket) at /device\n`);
       return;
@@ -188,10 +192,29 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
     if (path === '/') {
       // The page holds no data (it fetches /events with the token), so it needs no token itself.
       if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      const once = new URL(req.url ?? '/', 'http://x').searchParams.get('once');
+      if (once !== null) {
+        // A one-time link from proofrig open: spent now, it leaves an HttpOnly cookie for /events only.
+        const sid = links.redeem(once);
+        if (!sid) {
+          refused(req, 410, 'dashboard link used or expired');
+          res.writeHead(410, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+          return void res.end(`proofrig: this dashboard link was already used or has expired (links last ${LINK_TTL_MS / 1000} s and open once); run proofrig open for a new one\n`);
+        }
+        res.writeHead(303, {
+          location: '/',
+          'cache-control': 'no-store',
+          'set-cookie': `${COOKIE}=${sid}; HttpOnly; SameSite=Strict; Path=/events; Max-Age=${SESSION_TTL_MS / 1000}`,
+        });
+        return void res.end();
+      }
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'" });
       return void res.end(req.method === 'HEAD' ? undefined : DASHBOARD_HTML);
     }
-    if (o.tokens) {
+    // The dashboard's cookie counts on /events only (never on /mcp: a page could not act through it).
+    const viaCookie = path === EVENTS_PATH && !req.headers.authorization ? links.session(req.headers.cookie) : null;
+    if (viaCookie) (req as IncomingMessage & { auth?: unknown }).auth = viaCookie;
+    else if (o.tokens) {
       const auth = authenticate(req.headers.authorization, o.tokens);
       if (!auth) {
         refused(req, 401, req.headers.authorization ? 'wrong token' : 'no token');
@@ -215,6 +238,12 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
       return jsonRpcError(res, 503, `connections from this address are at their cap (${perAddress}); the few past it are kept for the operator token. Close idle connections or streams and retry`, { connection: 'close', 'retry-after': '5' });
     }
     const who = auth?.clientId ?? 'none';
+    if (path === LINK_PATH) {
+      if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
+      const code = links.mint(auth ?? { token: '', clientId: 'none', scopes: ['agent'] });
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      return void res.end(JSON.stringify({ url: `http://${req.headers.host}/?once=${code}`, expires_in_s: LINK_TTL_MS / 1000 }));
+    }
     if (path === EVENTS_PATH) {
       if (req.method !== 'GET') return void res.writeHead(405, { allow: 'GET' }).end();
       if (!takeStream(who, req, res)) return;
