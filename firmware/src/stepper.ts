@@ -5,12 +5,12 @@
 // one that counted short (failed). Per-axis state lives in parallel arrays indexed like
 // board.steppers; every callback is made at init, none per command, edge or tick.
 import type { AxisState, BoardDef, ErrorCode, StepperDef, SwitchDef } from '@proofrig/protocol';
-import { checkStepperHomeArgs, checkStepperMoveArgs, checkStopArgs, HOME_OVERRUN_MM, MIN_STEP_HZ, softLimits, STEP_TICK_MS, stepHz } from '@proofrig/protocol';
+import { checkStepperHomeArgs, checkStepperMoveArgs, checkStopArgs, HOME_OVERRUN_MM, MIN_STEP_HZ, MOTION_SETTLE_MS, softLimits, STEP_TICK_MS, stepHz } from '@proofrig/protocol';
 import type { Action, Done } from './action';
 import { pinInput, pinOutput, pinPwm, pinRead, pinWatch, pinWrite } from './hal';
 
 /** Wait after the last step before the encoder is read for the verdict, and a stop's still-check. */
-export const SETTLE_MS = 100;
+export const SETTLE_MS = MOTION_SETTLE_MS;
 /** Profile tick: retunes the step rate and integrates the steps issued. */
 export const TICK_MS = STEP_TICK_MS;
 /** After a stop: when the encoder counts are snapshotted (queued edges drained, rotor settled). */

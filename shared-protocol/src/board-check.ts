@@ -2,6 +2,7 @@
 // config the uploader wrote, which passed this check).
 import type { BoardDef } from './board.js';
 import { echo } from './check.js';
+import { MAX_LABEL_LENGTH } from './constants.js';
 
 /** GPIOs an ESP32 (WROOM/WROVER module) can use at all. 6–11 drive the flash chip. */
 const ESP32_GPIO = [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 25, 26, 27, 32, 33, 34, 35, 36, 39];
@@ -47,8 +48,8 @@ export function checkBoard(raw: unknown): BoardCheck {
   if (typeof b.name !== 'string' || b.name.length === 0) errors.push('name: must be a non-empty string');
   if (b.mcu !== 'esp32') errors.push('mcu: only "esp32" is supported');
   if (typeof b.module !== 'string') errors.push('module: must name the dev board');
-  if (b.area !== undefined && (typeof b.area !== 'string' || b.area.trim().length === 0 || b.area.length > 40))
-    errors.push('area: must be a place of 1-40 characters, e.g. "lab bench"');
+  if (b.area !== undefined && (typeof b.area !== 'string' || b.area.trim().length === 0 || b.area.length > MAX_LABEL_LENGTH))
+    errors.push(`area: must be a place of 1-${MAX_LABEL_LENGTH} characters, e.g. "lab bench"`);
   if (!isMs(b.device_processing_max_ms)) errors.push('device_processing_max_ms: must be a number of ms (0..600000)');
   if (!Array.isArray(b.relays)) errors.push('relays: must be an array (may be empty)');
   const used: Record<string, string> = {};
@@ -114,7 +115,7 @@ export function checkBoard(raw: unknown): BoardCheck {
 /** Optional label: 1-40 chars, not a bare number (that would read as a channel), unique on the board. */
 function checkLabel(label: unknown, at: string, seen: string[], errors: string[]): void {
   if (label === undefined) return;
-  if (typeof label !== 'string' || label.trim().length === 0 || label.length > 40) return void errors.push(`${at}: must be a name of 1-40 characters, e.g. "bench lamp"`);
+  if (typeof label !== 'string' || label.trim().length === 0 || label.length > MAX_LABEL_LENGTH) return void errors.push(`${at}: must be a name of 1-${MAX_LABEL_LENGTH} characters, e.g. "bench lamp"`);
   if (/^\d+$/.test(label.trim())) return void errors.push(`${at}: must not be a bare number ("${label}" would read as a channel number)`);
   const k = label.trim().toLowerCase();
   if (seen.indexOf(k) >= 0) return void errors.push(`${at}: label "${label}" is used twice on this board`);

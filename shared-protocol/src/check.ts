@@ -17,8 +17,11 @@ export function isObj(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
+/** The characters of an id (request, query, device ids on the wire); its length is 1..MAX_ID_LENGTH. */
+export const ID_CHARS = /^[A-Za-z0-9_.:-]+$/;
+
 export function isId(x: unknown): x is string {
-  return typeof x === 'string' && x.length > 0 && x.length <= MAX_ID_LENGTH && /^[A-Za-z0-9_.:-]+$/.test(x);
+  return typeof x === 'string' && x.length > 0 && x.length <= MAX_ID_LENGTH && ID_CHARS.test(x);
 }
 
 export function isNum(x: unknown): x is number {

@@ -35,3 +35,9 @@ export function authMessage(dev: string, boot: string, clientNonce: string, serv
  * estimate and deadline would be wrong: it is refused (minSpeedMmS).
  */
 export const MIN_STEP_HZ = 50;
+
+/** After a motion's last step (or a stop), the wait before the encoder is read for the verdict, ms: the firmware waits it, the host's deadlines count it. */
+export const MOTION_SETTLE_MS = 100;
+
+/** Longest label of an output and longest area of a device (a name a person says; the MCP tools take the same). */
+export const MAX_LABEL_LENGTH = 40;

@@ -1,5 +1,6 @@
 // Admission: what a submit checks before anything is journaled as sent, besides the board's own
 // argument rules (plan.ts): the request_id's earlier use, the axis's last fault and its open motion.
+import { kindOf, MOTION_ACTIONS } from '@proofrig/protocol/kinds';
 import type { Devices } from './devices.js';
 import type { CommandRecord, Journal } from './journal.js';
 
@@ -17,9 +18,9 @@ function sortKeys(o: Record<string, unknown>): Record<string, unknown> {
  * error, reboot, timeout) is refused until someone read the device's real state afterwards.
  */
 export function faultNotReadSince(journal: Journal, devices: Devices, dev: string, action: string, args: Record<string, unknown>): string | null {
-  if (action !== 'stepper.move' && action !== 'stepper.home') return null;
+  if (!kindOf(action)?.motion) return null;
   let last: CommandRecord | undefined;
-  for (const a of ['stepper.move', 'stepper.home']) {
+  for (const a of MOTION_ACTIONS) {
     const c = journal.lastTerminal(dev, a).find((x) => x.args.axis === args.axis);
     if (c && (!last || c.terminal_at! > last.terminal_at!)) last = c;
   }
@@ -39,8 +40,8 @@ export function faultNotReadSince(journal: Journal, devices: Devices, dev: strin
  * axis that must be read first (chaos seed 7). So the host refuses it itself, whatever the timing.
  */
 export function motionInFlight(journal: Journal, dev: string, action: string, args: Record<string, unknown>): string | null {
-  if (action !== 'stepper.move' && action !== 'stepper.home') return null;
-  const c = journal.open().find((o) => o.device_id === dev && (o.action === 'stepper.move' || o.action === 'stepper.home') && o.args.axis === args.axis);
+  if (!kindOf(action)?.motion) return null;
+  const c = journal.open().find((o) => o.device_id === dev && kindOf(o.action)?.motion && o.args.axis === args.axis);
   if (!c) return null;
   return `axis ${String(args.axis)} is still running ${c.action} ${c.command_id} (${c.state}); this one was refused, not queued: wait for its outcome with get_action_status (or stop it), read the state, then send again`;
 }

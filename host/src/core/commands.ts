@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { isTerminal, type AckFrame, type ErrorCode, type LifecycleState, type ProgressFrame, type ResultFrame } from '@proofrig/protocol';
+import { kindOf } from '@proofrig/protocol/kinds';
 import type { Clock } from '@proofrig/protocol/clock';
 import type { Devices } from './devices.js';
 import { blankCommand, momentRefusal, type CommandRecord, type Journal } from './journal.js';
@@ -107,9 +108,9 @@ export class Commands extends EventEmitter {
     const c = this.journal.get(commandId);
     if (!c) return undefined;
     if (isTerminal(c.state)) return this.committed({ target: this.view(c), stop: null, reason: `already ${c.state}; nothing to cancel` });
-    if (c.action !== 'stepper.move' && c.action !== 'stepper.home')
-      return this.committed({ target: this.view(c), stop: null, reason: `${c.action} finishes in milliseconds on the device and cannot be recalled; wait for its result` });
-    const stop = await this.submit({ device_id: c.device_id, action: 'stop', args: { axis: c.args.axis } });
+    const how = kindOf(c.action)?.cancel?.(c.args);
+    if (!how) return this.committed({ target: this.view(c), stop: null, reason: `${c.action} finishes in milliseconds on the device and cannot be recalled; wait for its result` });
+    const stop = await this.submit({ device_id: c.device_id, action: how.action, args: how.args });
     return this.committed({ target: this.status(commandId)!, stop, reason: stop.state === 'rejected' ? stop.detail : null });
   }
 

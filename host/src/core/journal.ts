@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { Checkpointer } from './checkpointer.js';
 import { prepareStateDir, privateFile, stateDir } from '../state-dir.js';
 import type { BoardDef, DeviceState, ErrorCode, Evidence, LifecycleState } from '@proofrig/protocol';
+import { MOTION_ACTIONS } from '@proofrig/protocol/kinds';
 
 export interface CommandRecord {
   command_id: string;
@@ -114,8 +115,8 @@ const MOMENT = new Set<string>(MOMENT_REFUSALS);
  * Ended motion commands: the rows commands_motion_end holds (the last motion of an axis decides whether
  * it may move). The index is built from this list: changing it needs a new index name.
  */
-const MOTION_ACTIONS = ['stepper.move', 'stepper.home'];
-const MOTIONS = new Set(MOTION_ACTIONS);
+// (MOTION_ACTIONS comes from the kinds: @proofrig/protocol.)
+const MOTIONS = new Set<string>(MOTION_ACTIONS);
 const MOTION_END_SQL = `terminal_at IS NOT NULL AND action IN (${MOTION_ACTIONS.map((a) => `'${a}'`).join(', ')})`;
 export function momentRefusal(c: CommandRecord): boolean {
   return c.state === 'rejected' && c.sent_at === null && MOMENT.has(c.error_code!);

@@ -2,6 +2,8 @@
 // change and every device change as it happens. Served to the page by fetch() with the same
 // bearer token as MCP (the page never puts the token in a URL the server sees).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { findAxis, findRelay } from '@proofrig/protocol';
+import { kindOf } from '@proofrig/protocol/kinds';
 import type { HostCore } from '../core/host.js';
 import type { CommandStatus } from '../core/command-view.js';
 
@@ -22,11 +24,19 @@ function board(core: HostCore, dev: string) {
   };
 }
 
-/** A status with the lifecycle path the journal recorded (submitted → sent → accepted → …). */
+/**
+ * A status with the lifecycle path the journal recorded (submitted → sent → accepted → …) and what
+ * its kind says about it: the words for a table row, what it acts on, whether it is a motion (the
+ * page names no action itself).
+ */
 function withPath(core: HostCore, s: CommandStatus) {
   const path: string[] = [];
   for (const e of core.journal.events(s.command_id)) if (path[path.length - 1] !== e.state) path.push(e.state);
-  return { ...s, path };
+  const kind = kindOf(s.action);
+  const b = core.devices.board(s.device_id);
+  const label =
+    !kind || !b ? null : kind.target === 'relay' ? (findRelay(b, s.args.ch as number)?.label ?? null) : kind.target === 'axis' ? (findAxis(b, String(s.args.axis))?.label ?? null) : null;
+  return { ...s, path, what: kind ? kind.short(s.args, label) : s.action, target: kind?.target ?? null, motion: kind?.motion ?? false };
 }
 
 function device(core: HostCore, dev: string) {
@@ -53,7 +63,7 @@ export function serveEvents(core: HostCore, req: IncomingMessage, res: ServerRes
     devices: core.devices.ids().map((d) => device(core, d)),
     commands: core.commands.recent(SNAPSHOT_COMMANDS).map((s) => withPath(core, s)),
     // The faults list is history, not "since this page opened": the journal's last ones first.
-    faults: core.journal.recent({ states: ['failed', 'timeout'], limit: SNAPSHOT_FAULTS }).map((c) => core.commands.view(c)),
+    faults: core.journal.recent({ states: ['failed', 'timeout'], limit: SNAPSHOT_FAULTS }).map((c) => withPath(core, core.commands.view(c))),
   });
   const onCommand = (s: CommandStatus) => send('command', withPath(core, s));
   const onDevice = (dev: string) => send('device', device(core, dev));

@@ -73,23 +73,18 @@ export const DASHBOARD_HTML = `<!doctype html>
 
   function esc(s) { return String(s == null ? '' : s).replace(/[&<>"]/g, function (c) { return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]; }); }
   function age(ms) { if (ms == null) return 'never'; var s = Math.round(ms / 1000); return s < 60 ? s + ' s ago' : Math.round(s / 60) + ' min ago'; }
-  // What a person calls an output: its label from the board, else its name.
-  function labelOf(dev, kind, key) {
-    var b = devices[dev] && devices[dev].board, list = b ? (kind === 'relay' ? b.relays : b.axes) : [];
-    for (var i = 0; i < list.length; i++) if ((kind === 'relay' ? list[i].ch : list[i].axis) === key) return list[i].label ? ' (' + list[i].label + ')' : '';
+  // What a person calls an axis: its label from the board.
+  function labelOf(dev, axis) {
+    var b = devices[dev] && devices[dev].board, list = b ? b.axes : [];
+    for (var i = 0; i < list.length; i++) if (list[i].axis === axis) return list[i].label ? ' (' + list[i].label + ')' : '';
     return '';
   }
-  function what(c) {
-    var a = c.args || {};
-    if (c.action === 'relay.set') return 'relay ' + a.ch + labelOf(c.device_id, 'relay', a.ch) + ' ' + (a.on ? 'on' : 'off');
-    if (c.action === 'stepper.move') return 'move ' + a.axis + labelOf(c.device_id, 'axis', a.axis) + ' → ' + a.mm + ' mm';
-    if (c.action === 'stepper.home') return 'home ' + a.axis + labelOf(c.device_id, 'axis', a.axis);
-    return c.action;
-  }
+  // The server says what each command does, in words, from its kind (the page names no action).
+  function what(c) { return c.what || c.action; }
   function lastEvidence(dev, ch) {
     for (var i = 0; i < order.length; i++) {
       var c = commands[order[i]];
-      if (c.device_id === dev && c.action === 'relay.set' && c.args && c.args.ch === ch && TERMINAL[c.state])
+      if (c.device_id === dev && c.target === 'relay' && c.args && c.args.ch === ch && TERMINAL[c.state])
         return '<span class="' + c.state + '">' + c.state + '</span> ' + esc(c.evidence || '') + (c.error_code ? ' <span class="code">' + esc(c.error_code) + '</span>' : '');
     }
     return '<span class="meta">—</span>';
@@ -98,7 +93,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   function runningMove(dev, axis) {
     for (var i = 0; i < order.length; i++) {
       var c = commands[order[i]];
-      if (c.device_id === dev && (c.action === 'stepper.move' || c.action === 'stepper.home') && c.args && c.args.axis === axis) return TERMINAL[c.state] ? null : c;
+      if (c.device_id === dev && c.motion && c.args && c.args.axis === axis) return TERMINAL[c.state] ? null : c;
     }
     return null;
   }
@@ -118,7 +113,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       var axes = (s && s.axes ? s.axes : []).map(function (a) {
         var run = runningMove(id, a.axis);
         if (run) a = { axis: a.axis, pos: run.position_mm != null ? run.position_mm : a.pos, homed: a.homed, moving: true, fault: a.fault, home: a.home, limit: a.limit };
-        return '<tr data-testid="axis-' + esc(id) + '-' + esc(a.axis) + '"><td>' + esc(a.axis) + esc(labelOf(id, 'axis', a.axis)) + '</td><td>' + a.pos + ' mm</td><td>' + (a.homed ? 'homed' : '<b>not homed</b>') + '</td><td>' + (a.moving ? 'moving' : 'still') + '</td><td>' + (a.fault ? '<span class="code">FAULT</span>' : 'ok') + '</td><td>' + (a.home ? 'home ' : '') + (a.limit ? 'limit' : '') + '</td></tr>';
+        return '<tr data-testid="axis-' + esc(id) + '-' + esc(a.axis) + '"><td>' + esc(a.axis) + esc(labelOf(id, a.axis)) + '</td><td>' + a.pos + ' mm</td><td>' + (a.homed ? 'homed' : '<b>not homed</b>') + '</td><td>' + (a.moving ? 'moving' : 'still') + '</td><td>' + (a.fault ? '<span class="code">FAULT</span>' : 'ok') + '</td><td>' + (a.home ? 'home ' : '') + (a.limit ? 'limit' : '') + '</td></tr>';
       }).join('');
       return '<div class="card" data-testid="device-' + esc(id) + '"><h3>' + esc(id) + ' <span class="badge ' + (d.online ? 'on">online' : 'off">offline') + '</span></h3>' +
         '<div class="meta">' + (b.area ? '<b data-testid="area-' + esc(id) + '">' + esc(b.area) + '</b> · ' : '') + esc(d.board_name) + ' · last seen <span data-testid="seen-' + esc(id) + '">' + seen + '</span> · boot ' + esc(d.boot_id || '—') + ' · state ' + (d.state_observed_at ? 'observed ' + age(Date.now() - serverSkew - Date.parse(d.state_observed_at)) : 'never read') + '</div>' +

@@ -14,6 +14,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ESTOP_CLEAR } from '@proofrig/protocol/kinds';
 import { z } from 'zod';
 import type { HostCore } from '../core/host.js';
 import { CommandStatusSchema } from './schemas.js';
@@ -99,7 +100,7 @@ export function registerOperatorTools(server: McpServer, core: HostCore, confirm
       const gate = await operatorGate(confirm, extra, 'estop_clear', `clear the latched e-stop of device ${device_id}`, device_id, `estop_clear device_id=${device_id}`);
       if (!gate.ok) return gate.result;
       core.log.info({ evt: 'operator_action', tool: 'estop_clear', device_id, via: gate.via, client: extra.authInfo?.clientId ?? null }, 'operator action');
-      const s = await core.submit({ device_id, action: 'estop.clear', args: {} });
+      const s = await core.submit({ device_id, action: ESTOP_CLEAR.action, args: {} });
       await core.commands.waitFor(s.command_id, (n) => n.state !== 'sent', ACK_WAIT_MS);
       return ok((await core.waitTerminal(s.command_id, ACK_WAIT_MS * 2, extra.signal))!);
     },

@@ -1,7 +1,7 @@
 // zod schemas of what the MCP tools take and return. Lifecycle states, evidence kinds and
 // error codes come from the shared protocol, so the tool surface cannot drift from the wire.
 import { z } from 'zod';
-import { ERROR_CODES, EVIDENCE_KINDS, LIFECYCLE_STATES, MIN_STEP_HZ, type DeviceState, type ErrorCode } from '@proofrig/protocol';
+import { ERROR_CODES, EVIDENCE_KINDS, ID_CHARS, ID_RULE, LIFECYCLE_STATES, MAX_ID_LENGTH, MAX_LABEL_LENGTH, MIN_STEP_HZ, type DeviceState, type ErrorCode } from '@proofrig/protocol';
 import type { CommandStatus } from '../core/command-view.js';
 import type { deviceViews } from './resources.js';
 
@@ -112,7 +112,7 @@ const actionWait = z
 
 const deviceId = z.string({ error: 'device_id must be a string' }).min(1, 'device_id must not be empty').max(64);
 
-const outputName = z.string({ error: 'name must be a string such as "bench lamp"' }).min(1).max(40);
+const outputName = z.string({ error: 'name must be a string such as "bench lamp"' }).min(1).max(MAX_LABEL_LENGTH);
 
 export const RelaySetInput = z.strictObject({
   name: outputName.optional().describe('the output\'s name from list_devices ("bench lamp"), alone when unique on the host; instead of device_id + channel'),
@@ -124,7 +124,7 @@ export const RelaySetInput = z.strictObject({
         .int('channel must be a whole number such as 1, not a fraction')
         .min(1, 'channel must be 1 or more')
         .max(64, 'channel must be 64 or less'),
-      z.string({ error: 'channel must be an integer channel number such as 1, or a channel label such as "bench lamp"' }).min(1).max(40),
+      z.string({ error: 'channel must be an integer channel number such as 1, or a channel label such as "bench lamp"' }).min(1).max(MAX_LABEL_LENGTH),
     ], {
       // A number that breaks a rule gets that rule's message, anything else the general one.
       error: (iss) =>
@@ -137,7 +137,9 @@ export const RelaySetInput = z.strictObject({
   on: z.boolean({ error: 'on must be true or false (a JSON boolean)' }).describe('true = energise the relay, false = release it'),
   request_id: z
     .string()
-    .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'request_id must be 1-64 chars of A-Z a-z 0-9 _ . : -')
+    .min(1, 'request_id ' + ID_RULE)
+    .max(MAX_ID_LENGTH, 'request_id ' + ID_RULE)
+    .regex(ID_CHARS, 'request_id ' + ID_RULE)
     .optional()
     .describe('optional idempotency key: sending the same request_id again returns the same command and never switches twice'),
   wait_ms: actionWait,
@@ -164,11 +166,13 @@ export const DeviceStatusInput = z.strictObject({
 
 const requestId = z
   .string()
-  .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'request_id must be 1-64 chars of A-Z a-z 0-9 _ . : -')
+  .min(1, 'request_id ' + ID_RULE)
+    .max(MAX_ID_LENGTH, 'request_id ' + ID_RULE)
+    .regex(ID_CHARS, 'request_id ' + ID_RULE)
   .optional()
   .describe('optional idempotency key: the same request_id again returns the same command and never moves twice');
 
-const axis = z.string({ error: 'axis must be a string such as "x"' }).min(1).max(40).describe('axis id from the device board ("x"), or its label/name from list_devices ("slide")');
+const axis = z.string({ error: 'axis must be a string such as "x"' }).min(1).max(MAX_LABEL_LENGTH).describe('axis id from the device board ("x"), or its label/name from list_devices ("slide")');
 
 export const StepperMoveInput = z.strictObject({
   name: outputName.optional().describe('the axis name from list_devices ("slide"), alone when unique on the host; instead of device_id + axis'),

@@ -1,23 +1,12 @@
 // Plain-language first lines for tool results. Some clients (xiaozhi's endpoint, voice
 // assistants, clients that drop structuredContent) read only the text block, so it must say on
 // its own what happened, what confirmed it, and what to tell the person or do next.
+import { kindOf } from '@proofrig/protocol/kinds';
 import type { CommandStatus } from '../core/command-view.js';
 import type { DeviceView } from '../core/devices.js';
 
 function what(s: CommandStatus): string {
-  const a = s.args;
-  switch (s.action) {
-    case 'relay.set':
-      return `switch relay channel ${String(a.ch)} of ${s.device_id} ${a.on ? 'on' : 'off'}`;
-    case 'stepper.move':
-      return `move axis ${String(a.axis)} of ${s.device_id} to ${String(a.mm)} mm`;
-    case 'stepper.home':
-      return `home axis ${String(a.axis)} of ${s.device_id}`;
-    case 'stop':
-      return `stop all motion on ${s.device_id}`;
-    default:
-      return `${s.action} on ${s.device_id}`;
-  }
+  return kindOf(s.action)?.phrase(s.args, s.device_id) ?? `${s.action} on ${s.device_id}`;
 }
 
 const EVIDENCE_WORDS: Record<string, string> = {

@@ -7,9 +7,9 @@ import type { CallToolResult, Request, RequestId, Result, Task } from '@modelcon
 import type { HostCore } from '../core/host.js';
 import type { CommandStatus } from '../core/command-view.js';
 import { toolResult } from './result.js';
+import { kindOf, MOTION_ACTIONS } from '@proofrig/protocol/kinds';
 
 export const TASK_CAPABILITIES = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
-const TASK_ACTIONS = ['stepper.move', 'stepper.home'];
 const POLL_MS = 500;
 const CANCEL_WAIT_MS = 5000;
 
@@ -52,12 +52,12 @@ export class JournalTaskStore implements TaskStore {
   }
 
   async listTasks(): Promise<{ tasks: Task[] }> {
-    return { tasks: this.core.journal.recent({ actions: TASK_ACTIONS, limit: 50 }).map((c) => this.task(c.command_id)!) };
+    return { tasks: this.core.journal.recent({ actions: [...MOTION_ACTIONS], limit: 50 }).map((c) => this.task(c.command_id)!) };
   }
 
   private task(id: string): Task | null {
     const s = this.core.status(id);
-    if (!s || !TASK_ACTIONS.includes(s.action)) return null;
+    if (!s || !kindOf(s.action)?.motion) return null;
     const where = s.position_mm !== null ? ` at ${s.position_mm} mm` : '';
     const status: Task['status'] = this.direct.has(id) ? 'completed' : !s.terminal ? 'working' : s.state === 'cancelled' ? 'cancelled' : 'completed';
     return {

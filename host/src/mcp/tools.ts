@@ -1,20 +1,20 @@
 // The MCP tools. Each returns structuredContent (validated by its outputSchema) and the same
 // JSON as text for clients that read only text. Business outcomes (rejected, failed, timeout)
 // are fields of a normal result; isError is only for a call the tool could not serve.
-import type { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { HostCore } from '../core/host.js';
 import type { CommandStatus, SubmitInput } from '../core/command-view.js';
 import { VERSION } from '../version.js';
 import { followProgress } from './progress.js';
-import { resolveAxisTarget, resolveRelayTarget, type NameScope } from './names.js';
+import type { NameScope } from './names.js';
+import { KIND_TOOLS, type ToolContext } from './kinds/index.js';
+import { toolError, type Extra } from './kinds/context.js';
 import { deviceViews, registerResources, visibleIds } from './resources.js';
 import { Exposure } from './exposure.js';
 import { registerPrompts } from './prompts.js';
 import { forwardLogs } from './logging.js';
-import { JournalTaskStore, TASK_CAPABILITIES, taskToolHandler } from './tasks.js';
+import { JournalTaskStore, TASK_CAPABILITIES } from './tasks.js';
 import { listCommands } from './commands-list.js';
 import { registerOperatorTools, type HostConfirm } from './operator-tools.js';
 import { toolResult } from './result.js';
@@ -30,15 +30,9 @@ import {
   DeviceListSchema,
   DeviceStatusInput,
   DeviceStatusSchema,
-  RelaySetInput,
-  StepperHomeInput,
-  StepperMoveInput,
-  StopDeviceInput,
 } from './schemas.js';
 
 export const SERVER_INFO = { name: 'proofrig', version: VERSION };
-
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 export interface McpOptions {
   /** Resolves once the simulated rigs this host started are online (or their bounded boot wait passed); tools answer after it. */
@@ -58,9 +52,6 @@ const BOOT_WAIT_MS = 5000;
 
 const ok = toolResult;
 
-function toolError(code: string, message: string): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text: `${code}: ${message}` }] };
-}
 
 /** A command id the journal does not hold: pruned by retention (with what is kept of it), or never known. */
 function unknownOrPruned(core: HostCore, commandId: string): CallToolResult {
@@ -171,93 +162,6 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
   );
 
   server.registerTool(
-    'relay_set',
-    {
-      title: 'Switch a relay',
-      description:
-        'Switches a relay on or off: name alone ("bench lamp") or device_id + channel. Answering "accepted" is NOT that the relay switched: ' +
-        'the outcome comes from get_action_status, or in this call with wait_ms. completed = a feedback contact or the pin read-back confirmed it; unverified = executed, nothing observes it; ' +
-        'rejected = nothing sent; timeout = outcome UNKNOWN. The same request_id never switches twice.',
-      inputSchema: RelaySetInput,
-      outputSchema: CommandStatusSchema,
-      annotations: { destructiveHint: true, idempotentHint: true },
-    },
-    async ({ name, device_id, channel, on, request_id, wait_ms }, extra) => {
-      await ready();
-      const t = resolveRelayTarget(scope, { name, device_id, channel });
-      if ('error' in t) return toolError('INVALID_ARGS', t.error);
-      return ok(await act({ device_id: t.device_id, action: 'relay.set', args: { ch: t.ch, on }, request_id }, wait_ms, extra));
-    },
-  );
-
-  server.experimental.tasks.registerToolTask(
-    'stepper_move',
-    {
-      title: 'Move an axis to an absolute position',
-      description:
-        'Moves an axis to an ABSOLUTE position in mm: name alone ("slide") or device_id + axis. "accepted" is not arrived: poll get_action_status (position_mm, time left), pass wait_ms, or run it as a task. ' +
-        'completed = the ENCODER measured the target; failed MOTOR_STALL, POSITION_ERROR, NO_FEEDBACK or LIMIT_HIT otherwise; timeout = position UNKNOWN. Needs homing since boot (NOT_HOMED). ' +
-        'After a failed or timed-out motion read get_device_status refresh=true first (STATE_READ_REQUIRED). The same request_id never moves twice.',
-      inputSchema: StepperMoveInput,
-      outputSchema: CommandStatusSchema,
-      annotations: { destructiveHint: true, idempotentHint: true },
-      execution: { taskSupport: 'optional' },
-    },
-    taskToolHandler<z.infer<typeof StepperMoveInput>>(core, async ({ name, device_id, axis, target_mm, speed_mm_s, request_id, wait_ms }, extra) => {
-      await ready();
-      const t = resolveAxisTarget(scope, { name, device_id, axis });
-      if ('error' in t) throw new InvalidTarget('INVALID_ARGS: ' + t.error);
-      const args: Record<string, unknown> = { axis: t.axis, mm: target_mm };
-      if (speed_mm_s !== undefined) args.speed = speed_mm_s;
-      return act({ device_id: t.device_id, action: 'stepper.move', args, request_id }, wait_ms, extra);
-    }),
-  );
-
-  server.experimental.tasks.registerToolTask(
-    'stepper_home',
-    {
-      title: 'Home an axis',
-      description:
-        'Homes an axis (name alone, or device_id + axis): 0 mm where the home switch closes. completed only when the switch closed; failed NO_FEEDBACK if it never does. ' +
-        '"accepted" is not homed: poll get_action_status, pass wait_ms, or run it as a task.',
-      inputSchema: StepperHomeInput,
-      outputSchema: CommandStatusSchema,
-      annotations: { destructiveHint: true, idempotentHint: true },
-      execution: { taskSupport: 'optional' },
-    },
-    taskToolHandler<z.infer<typeof StepperHomeInput>>(core, async ({ name, device_id, axis, request_id, wait_ms }, extra) => {
-      await ready();
-      const t = resolveAxisTarget(scope, { name, device_id, axis });
-      if ('error' in t) throw new InvalidTarget('INVALID_ARGS: ' + t.error);
-      return act({ device_id: t.device_id, action: 'stepper.home', args: { axis: t.axis }, request_id }, wait_ms, extra);
-    }),
-  );
-
-  server.registerTool(
-    'stop_device',
-    {
-      title: 'Stop all motion on a device',
-      description:
-        'Stops all motion on a device; running moves end cancelled with their measured position. Answers when the device CONFIRMED the axes stopped (completed, evidence encoder) or after wait_ms. ' +
-        'Relays keep their state. Rejected DEVICE_OFFLINE = nothing was stopped.',
-      inputSchema: StopDeviceInput,
-      outputSchema: CommandStatusSchema,
-      annotations: { destructiveHint: false, idempotentHint: true },
-    },
-    async ({ device_id, wait_ms }, extra) => {
-      await ready();
-      if (hidden(device_id)) return hiddenError(device_id);
-      const s = await core.submit({ device_id, action: 'stop', args: {} });
-      const stop = followProgress(core, s.command_id, extra);
-      try {
-        return ok((await core.waitTerminal(s.command_id, wait_ms, extra.signal))!);
-      } finally {
-        stop();
-      }
-    },
-  );
-
-  server.registerTool(
     'cancel_action',
     {
       title: 'Cancel a command',
@@ -299,15 +203,14 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
     },
   );
 
+  const ctx: ToolContext = { server, core, act, ready, scope, hidden, hiddenError };
+  for (const register of KIND_TOOLS) register(ctx);
   registerOperatorTools(server, core, opts.confirmAtHost);
   registerResources(server, core, cleanups, exposure);
   registerPrompts(server, core);
   forwardLogs(server, core, cleanups);
   return server;
 }
-
-/** A move or home whose target cannot be resolved: a tool error, also through the task path. */
-class InvalidTarget extends Error {}
 
 /** Give the device a moment to acknowledge, so `accepted` reflects the device and not just the host. */
 async function untilAcked(core: HostCore, s: CommandStatus): Promise<CommandStatus> {

@@ -1,0 +1,9 @@
+// The MCP tools of every action kind, once: a new kind adds its module and one line here.
+import type { ToolContext } from './context.js';
+import { registerRelayTools } from './relay.js';
+import { registerStepperTools } from './stepper.js';
+import { registerDeviceTools } from './device.js';
+
+export type { ToolContext } from './context.js';
+
+export const KIND_TOOLS: ((ctx: ToolContext) => void)[] = [registerRelayTools, registerStepperTools, registerDeviceTools];

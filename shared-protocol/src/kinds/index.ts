@@ -1,0 +1,28 @@
+// Every action kind, once: the host core, MCP and the dashboard read these traits instead of
+// naming actions. A new kind adds its module and one line here.
+import type { ActionName } from '../actions.js';
+import type { ActionKind } from './kind.js';
+import { RELAY_SET } from './relay.js';
+import { STEPPER_HOME, STEPPER_MOVE } from './stepper.js';
+import { ESTOP_CLEAR, STOP } from './device.js';
+
+export type { ActionKind } from './kind.js';
+export { RELAY_SET } from './relay.js';
+export { STEPPER_HOME, STEPPER_MOVE } from './stepper.js';
+export { ESTOP_CLEAR, STOP } from './device.js';
+
+export const KINDS: Record<ActionName, ActionKind> = {
+  [RELAY_SET.action]: RELAY_SET,
+  [STEPPER_MOVE.action]: STEPPER_MOVE,
+  [STEPPER_HOME.action]: STEPPER_HOME,
+  [STOP.action]: STOP,
+  [ESTOP_CLEAR.action]: ESTOP_CLEAR,
+} as Record<ActionName, ActionKind>;
+
+/** The kind of an action name, or undefined for one no kind declares. */
+export function kindOf(action: string): ActionKind | undefined {
+  return Object.prototype.hasOwnProperty.call(KINDS, action) ? KINDS[action as ActionName] : undefined;
+}
+
+/** The actions that occupy an axis (motion: true). */
+export const MOTION_ACTIONS: readonly ActionName[] = (Object.keys(KINDS) as ActionName[]).filter((a) => KINDS[a].motion);
