@@ -1,7 +1,8 @@
 // Admission: what a submit checks before anything is journaled as sent, besides the board's own
 // argument rules (plan.ts): the request_id's earlier use, the axis's last fault and its open motion.
 import type { Devices } from './devices.js';
-import type { CommandRecord, Journal } from './journal.js';
+import type { CommandRecord } from './journal/records.js';
+import type { Journal } from './journal/journal.js';
 
 /** The same arguments, whatever the order of their keys (a retry with the same request_id must match). */
 export function sameArgs(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
