@@ -4,8 +4,11 @@
 // transaction (the batch); reads go through the same connection, so the host's own logic sees its
 // batch; whatever tells anyone outside about a write waits for afterCommit() or flushed(), which run
 // (or resolve) only once the COMMIT returned and an fsync begun after it returned, and fail if either
-// did not. After a failed fsync the journal takes no more writes.
-import { chmodSync, closeSync, existsSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
+// did not. After a failed fsync the journal takes no more writes. A journal whose files become
+// unwritable (immutable, a read-only file system) is lost: it is noticed before SQLite touches them
+// (see guard) and the journal touches SQLite no more, since a write to the -shm mapping SQLite holds
+// would end the process with SIGBUS, a signal nothing can catch or log.
+import { accessSync, chmodSync, closeSync, constants, existsSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { Checkpointer } from '../checkpointer.js';
 import { prepareStateDir, privateFile, stateDir } from '../../state-dir.js';
@@ -14,6 +17,8 @@ import { openSchema } from './schema.js';
 type Waiter = { ok: () => void; fail?: (e: Error) => void };
 
 const DONE = Promise.resolve();
+/** How often an idle journal on the real clock checks that its files can still be written. */
+export const GUARD_MS = 1000;
 
 /** Journals of this process with writes not on disk yet (a batch open, or an fsync to come or running). */
 const busy = new Set<GroupCommit>();
@@ -66,6 +71,13 @@ export abstract class GroupCommit {
   /** An fsync failed: what the WAL holds since the last good one may not be on disk; the journal writes no more. */
   protected broken: Error | undefined;
   private closed = false;
+  /** The database, -wal and -shm files (on disk), checked before SQLite touches them (see guard). */
+  private files: string[] = [];
+  private guardTimer: ReturnType<typeof setInterval> | undefined;
+  /** A file of the journal became unwritable: the journal touches SQLite no more (not even to close it). */
+  private lost: Error | undefined;
+  /** The journal's files became unwritable: it takes no more writes, and the process should end (see guard). */
+  onUnwritable: ((e: Error) => void) | undefined;
   /** Called after a batch failed to commit and was rolled back (the host re-arms what it lost). */
   onRollback: ((e: Error) => void) | undefined;
   /** An afterCommit callback threw while the deferred commit ran it (the others still run). */
@@ -110,10 +122,61 @@ export abstract class GroupCommit {
         this.onCheckpointFail?.(reason);
       });
     }
+    if (onDisk) this.files = [path, path + '-wal', path + '-shm'];
     openSchema(this.db);
     this.tx = this.db.transaction((f: () => void) => f());
     // The schema and any migration above are on disk before the host relies on them.
     if (this.walPath !== undefined) this.syncWal();
+    // An idle host has no batch to check before: a timer does (unref'd: it keeps no process alive).
+    if (onDisk && defer) this.guardTimer = setInterval(() => this.guarded(), GUARD_MS).unref();
+  }
+
+  /**
+   * Before SQLite writes (a batch begins or commits, a write of its own): every file of the journal can
+   * still be written, else the journal is lost (throws). SQLite maps the -shm file into memory; once the
+   * file is immutable or its file system read-only, the kernel answers a write to a page of that mapping
+   * with SIGBUS, which ends the process without a word. access(2) sees both (EPERM, EROFS) first: three
+   * system calls a batch.
+   */
+  protected guard(): void {
+    if (this.lost) this.refuse();
+    for (const f of this.files)
+      try {
+        accessSync(f, constants.W_OK);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        // Not there (yet): SQLite creates -wal/-shm when it needs them, and cannot map what is not there.
+        if (code === 'ENOENT') continue;
+        this.lose(f, e as NodeJS.ErrnoException);
+      }
+  }
+
+  /** The timer's check: a lost journal was told through onUnwritable already. */
+  private guarded(): void {
+    try {
+      this.guard();
+    } catch {
+      // told through onUnwritable
+    }
+  }
+
+  /** A file became unwritable: refuse every write from now on, tell every waiter, and touch SQLite no more. */
+  private lose(file: string, err: NodeJS.ErrnoException): never {
+    const e = new Error(
+      `journal file ${file} can no longer be written (${err.code}: ${err.message}); the journal takes no more writes and nothing waiting for it was sent or answered; stop the host, make the file writable again (chattr -i, a read-write mount) and restart it`,
+    );
+    this.lost = e;
+    this.broken ??= e;
+    clearInterval(this.guardTimer);
+    const all = [...this.covered.splice(0), ...this.next.splice(0), ...this.after.splice(0)];
+    // The open batch is abandoned as it is: even its ROLLBACK would touch the -shm mapping.
+    this.pending = false;
+    this.unsynced = false;
+    this.commitAfterSync = false;
+    busy.delete(this);
+    for (const a of all) a.fail?.(e);
+    this.onUnwritable?.(e);
+    throw new Error(e.message);
   }
 
   /** Write what the open batch staged to SQLite, inside its transaction (before its COMMIT). */
@@ -167,6 +230,12 @@ export abstract class GroupCommit {
   /** Commit the open batch (if any), then run what waited for it; on failure roll back and tell every waiter. */
   settle(): void {
     if (!this.pending || this.grouping) return;
+    try {
+      this.guard();
+    } catch {
+      // lost: its waiters were told, and onUnwritable
+      return;
+    }
     const after = this.after;
     this.after = [];
     this.pending = false;
@@ -254,6 +323,7 @@ export abstract class GroupCommit {
   /** A write outside any batch (its own transaction) is on disk when this returns. */
   protected durably<T>(f: () => T): T {
     if (this.broken) this.refuse();
+    this.guard();
     const v = f();
     this.checkpointed();
     if (this.walPath !== undefined) this.syncWal();
@@ -315,6 +385,7 @@ export abstract class GroupCommit {
   protected begin(): void {
     if (this.broken) this.refuse();
     if (this.pending) return;
+    this.guard();
     this.db.exec('BEGIN');
     this.pending = true;
     busy.add(this);
@@ -348,6 +419,14 @@ export abstract class GroupCommit {
   }
 
   close(): void {
+    clearInterval(this.guardTimer);
+    if (this.lost) {
+      // Closing would checkpoint and write the -shm mapping: the process ends with the connection open
+      // (SQLite recovers the WAL at the next start, as after a crash).
+      this.closed = true;
+      busy.delete(this);
+      return;
+    }
     this.settle();
     // What still waits for an fsync is synced here, before the process may exit.
     if (!this.broken && (this.syncing || this.unsynced)) {
