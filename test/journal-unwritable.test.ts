@@ -59,7 +59,7 @@ describe.skipIf(!CAN)('a journal whose files become immutable while it runs', ()
     j.insert(command());
     await j.flushed();
     freeze(db);
-    expect(() => j.insert(command())).toThrow(/journal file .*journal\.db can no longer be written \(EPERM/);
+    expect(() => j.insert(command())).toThrow(/journal file .*journal\.db-shm can no longer be written \(EPERM/);
     expect(told).toHaveLength(1);
     expect(told[0].message).toMatch(/takes no more writes/);
     // Every later write is refused with the same reason; nothing is pending.
