@@ -29,7 +29,7 @@ export const CI_MUTATE = [
   span('host/src/core/commands.ts', '  private submitNow(input: SubmitInput)', '  submit(input: SubmitInput)'),
   span('host/src/core/commands.ts', '  private resultNow('),
   // Which refusals leave their request_id free for a retry judged anew (decided before anything was sent).
-  span('host/src/core/journal.ts', 'export function momentRefusal('),
+  span('host/src/core/journal/schema.ts', 'export function momentRefusal('),
   span('host/src/core/admission.ts', 'export function sameArgs('),
 ];
 

@@ -11,7 +11,7 @@ const base = JSON.parse(readFileSync(new URL('./stryker.config.json', import.met
 export const SCOPES = {
   protocol: base.mutate.filter((f) => f.startsWith('shared-protocol/')),
   'plan-devices': ['host/src/core/plan.ts', 'host/src/core/devices.ts'],
-  journal: ['host/src/core/journal.ts', 'host/src/core/checkpointer.ts'],
+  journal: [...base.mutate.filter((f) => f.startsWith('host/src/core/journal/')), 'host/src/core/checkpointer.ts'],
   commands: ['host/src/core/commands.ts', 'host/src/core/deadline-watch.ts', 'host/src/core/admission.ts', 'host/src/core/command-view.ts'],
 };
 

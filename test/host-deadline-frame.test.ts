@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import type { BoardDef } from '@proofrig/protocol';
 import { HostCore } from '../host/src/core/host.js';
-import { Journal } from '../host/src/core/journal.js';
+import { Journal } from '../host/src/core/journal/journal.js';
 import { type CommandStatus } from '../host/src/core/command-view.js';
 import { absoluteBoundMs, MAX_SENDS } from '../host/src/core/deadline-watch.js';
 import { FakeDevice, flush } from './helpers/fake-device.js';

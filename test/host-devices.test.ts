@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BoardDef, DeviceState, StateFrame, ToDeviceFrame } from '@proofrig/protocol';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import { Devices } from '../host/src/core/devices.js';
-import { Journal } from '../host/src/core/journal.js';
+import { Journal } from '../host/src/core/journal/journal.js';
 import type { Session } from '../host/src/core/session.js';
 
 const relayRig = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;

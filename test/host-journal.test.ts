@@ -8,7 +8,9 @@ import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BoardDef, DeviceState } from '@proofrig/protocol';
-import { Journal, blankCommand, momentRefusal, type CommandRecord } from '../host/src/core/journal.js';
+import { Journal } from '../host/src/core/journal/journal.js';
+import { blankCommand, type CommandRecord } from '../host/src/core/journal/records.js';
+import { momentRefusal } from '../host/src/core/journal/schema.js';
 
 const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
 const STATE: DeviceState = { up: 42, relays: [{ ch: 1, cmd: true, pin: true, aux: true }] };

@@ -12,7 +12,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { serve, type Running } from '../host/src/serve.js';
-import { Journal, blankCommand } from '../host/src/core/journal.js';
+import { Journal } from '../host/src/core/journal/journal.js';
+import { blankCommand } from '../host/src/core/journal/records.js';
 import { clientConfig } from '../host/src/config.js';
 import { RELAY_BOARD, RIG, until } from './helpers/e2e.js';
 

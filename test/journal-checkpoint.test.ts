@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Journal, blankCommand, type CommandRecord } from '../host/src/core/journal.js';
+import { Journal } from '../host/src/core/journal/journal.js';
+import { blankCommand, type CommandRecord } from '../host/src/core/journal/records.js';
 import { CHECKPOINT_COMMITS, CHECKPOINT_ROWS, Checkpointer } from '../host/src/core/checkpointer.js';
 
 const immediate = (fn: () => void) => void setImmediate(fn);

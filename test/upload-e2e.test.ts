@@ -14,7 +14,7 @@ import { BOOT_CODE_FILE, CONFIG_FILE, type RigConfig } from '@proofrig/protocol'
 import { serve, type Running } from '../host/src/serve.js';
 import { SimRig } from '@proofrig/sim';
 import { FIRMWARE_FILE } from '../host/src/paths.js';
-import { Journal } from '../host/src/core/journal.js';
+import { Journal } from '../host/src/core/journal/journal.js';
 import type { CommandStatus } from '../host/src/core/command-view.js';
 import { crc32, runUploadCommand, upload, UploadError } from '../host/src/upload/index.js';
 import { mcpTransport, RELAY_BOARD, until } from './helpers/e2e.js';

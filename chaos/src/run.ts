@@ -11,7 +11,7 @@ import { Fabric, SimRig, type FabricEvent, type FabricFaults } from '@proofrig/s
 import type { Link } from '@proofrig/protocol';
 import { mulberry32 } from '../../sim/src/prng.js';
 import { HostCore } from '../../host/src/core/host.js';
-import { Journal } from '../../host/src/core/journal.js';
+import { Journal } from '../../host/src/core/journal/journal.js';
 import type { CommandStatus } from '../../host/src/core/command-view.js';
 import { Checker, type Violation } from './invariants.js';
 

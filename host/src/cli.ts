@@ -16,6 +16,8 @@ import { registerDevicesCommand } from './devices-command.js';
 const SHUTDOWN_HARD_MS = 5000;
 /** How often a stdio host checks that the process that started it is still there. */
 const PARENT_CHECK_MS = 500;
+/** The exit code of a host whose journal became unwritable under it (after the journal_unwritable log line). */
+export const EXIT_JOURNAL_LOST = 3;
 
 const collect = (v: string, prev: string[]) => prev.concat([v]);
 
@@ -196,6 +198,9 @@ export function buildCli(verbs?: Verbs): Command {
       });
       running = await started;
       if (stopping) return;
+      // Nothing more can be written, and closing the journal would touch the files that refuse it (a signal,
+      // not an error, for SQLite's -shm mapping): the host ends at once, with its own exit code.
+      running.core.events.once('journal_lost', () => process.exit(EXIT_JOURNAL_LOST));
       const mcpUrl = `${running.url}/mcp`;
       const banner = [
         `proofrig is running${running.rigs.size ? ` with simulated rig(s): ${[...running.rigs.keys()].join(', ')}` : ''}.`,

@@ -6,7 +6,7 @@ import { Option, type Command } from 'commander';
 import { intArg } from './int-arg.js';
 import { BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from './core/ids.js';
-import { Journal } from './core/journal.js';
+import { Journal } from './core/journal/journal.js';
 import { FIRMWARE_FILE } from './paths.js';
 import net from 'node:net';
 import { loadBoard } from './board-command.js';

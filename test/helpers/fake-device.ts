@@ -8,7 +8,7 @@ import {
 } from '@proofrig/protocol';
 import { createLinkedPair, type Link } from '../../host/src/core/link.js';
 import { RACK_RIDE_MS, type HostCore } from '../../host/src/core/host.js';
-import { allDurable } from '../../host/src/core/journal.js';
+import { allDurable } from '../../host/src/core/journal/commit.js';
 
 /** n turns of the event loop, each ended by waiting until every journal's writes are on disk (their fsync runs off the loop). */
 export const flush = async (n = 5) => {

@@ -2,7 +2,8 @@
 // argument rules (plan.ts): the request_id's earlier use, the axis's last fault and its open motion.
 import { kindOf, MOTION_ACTIONS } from '@proofrig/protocol/kinds';
 import type { Devices } from './devices.js';
-import type { CommandRecord, Journal } from './journal.js';
+import type { CommandRecord } from './journal/records.js';
+import type { Journal } from './journal/journal.js';
 
 /** The same arguments, whatever the order of their keys (a retry with the same request_id must match). */
 export function sameArgs(a: Record<string, unknown>, b: Record<string, unknown>): boolean {

@@ -1,7 +1,7 @@
 // What get_action_status (and every other view of a command) shows of a journaled record, at a given
 // time: its lifecycle, evidence, estimates, and the device state it last carried, with that state's age.
 import type { ErrorCode, Evidence, LifecycleState } from '@proofrig/protocol';
-import type { CommandRecord } from './journal.js';
+import type { CommandRecord } from './journal/records.js';
 import { isoTime } from './iso.js';
 import { isTerminal } from '@proofrig/protocol';
 

@@ -9,7 +9,9 @@ import { isTerminal, type AckFrame, type ErrorCode, type LifecycleState, type Pr
 import { kindOf } from '@proofrig/protocol/kinds';
 import type { Clock } from '@proofrig/protocol/clock';
 import type { Devices } from './devices.js';
-import { blankCommand, momentRefusal, type CommandRecord, type Journal } from './journal.js';
+import { blankCommand, type CommandRecord } from './journal/records.js';
+import { momentRefusal } from './journal/schema.js';
+import type { Journal } from './journal/journal.js';
 import type { Session } from './session.js';
 import { newCommandId, newRequestId } from './ids.js';
 import { planAction } from './plan.js';

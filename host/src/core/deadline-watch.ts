@@ -10,7 +10,8 @@ import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import { ACTIONS, isActionName, isTerminal, type ActionName, type ErrorCode, type LifecycleState } from '@proofrig/protocol';
 import type { Logger } from 'pino';
 import type { Devices } from './devices.js';
-import type { CommandRecord, Journal } from './journal.js';
+import type { CommandRecord } from './journal/records.js';
+import type { Journal } from './journal/journal.js';
 import type { Session } from './session.js';
 import { planAction } from './plan.js';
 

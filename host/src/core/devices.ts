@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events';
 import type { BoardDef, DeviceState, StateFrame } from '@proofrig/protocol';
 import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
-import type { Journal } from './journal.js';
+import type { Journal } from './journal/journal.js';
 import type { Session } from './session.js';
 import { newRequestId } from './ids.js';
 import { isoTime } from './iso.js';

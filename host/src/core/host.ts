@@ -7,7 +7,9 @@ import { realClock, type Clock } from '@proofrig/protocol/clock';
 import { Commands } from './commands.js';
 import type { CommandStatus, SubmitInput } from './command-view.js';
 import { Devices, type DeviceView } from './devices.js';
-import { DEFAULT_RETENTION, Journal, type PrunedCommand, type Retention } from './journal.js';
+import { DEFAULT_RETENTION, type Retention } from './journal/retention.js';
+import { Journal } from './journal/journal.js';
+import type { PrunedCommand } from './journal/records.js';
 import type { TimerHandle } from '@proofrig/protocol/clock';
 import type { Link } from './link.js';
 import { Session, type SessionHandler } from './session.js';
@@ -94,6 +96,12 @@ export class HostCore implements SessionHandler {
     });
     this.journal.onRollback = (e) => this.commands.watch.rolledBack(e);
     this.journal.onBroken = (e) => this.log.fatal({ evt: 'journal_sync_failed', err: e.message }, 'journal fsync failed; it takes no more writes: restart the host');
+    // The journal's files became unwritable (immutable, a read-only file system): it takes no more writes and
+    // cannot even be closed. Said once; whoever runs the host (the CLI) ends the process on 'journal_lost'.
+    this.journal.onUnwritable = (e) => {
+      this.log.fatal({ evt: 'journal_unwritable', err: e.message }, 'journal files can no longer be written; the host takes no more commands and must stop');
+      this.events.emit('journal_lost', e);
+    };
     this.journal.onCheckpointFail = (reason) => this.log.warn({ evt: 'journal_checkpoint_inline', reason }, 'journal checkpoints run inside commits again (the background checkpointer failed)');
     this.journal.onCallbackError = (e) => this.log.error({ evt: 'after_commit_failed', err: (e as Error)?.stack ?? String(e) }, 'a listener failed after a journal commit');
     this.commands.watch.recover();

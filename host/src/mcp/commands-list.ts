@@ -1,7 +1,7 @@
 // list_commands and the recent-commands resource: journal rows as short summaries.
 import type { LifecycleState } from '@proofrig/protocol';
 import type { HostCore } from '../core/host.js';
-import type { CommandRecord } from '../core/journal.js';
+import type { CommandRecord } from '../core/journal/records.js';
 
 export interface CommandFilter {
   device_id?: string;

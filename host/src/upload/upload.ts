@@ -19,7 +19,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, MAX_ID_LENGTH, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from '../core/ids.js';
-import { Journal } from '../core/journal.js';
+import { Journal } from '../core/journal/journal.js';
 import { FIRMWARE_FILE, IN_REPO, REPO_ROOT } from '../paths.js';
 import { loadBoard } from '../board-command.js';
 import { ConsoleClient, type FileInfo } from './console-client.js';
