@@ -34,6 +34,7 @@ const ELSEWHERE: Partial<Record<ErrorCode, string>> = {
   AUTH_FAILED: 'a connection-level answer: test/host-core.test.ts, test/firmware-bundle.test.ts',
   PROTOCOL_VERSION: 'a connection-level answer: test/link-contract.test.ts',
   MAX_ON_TIME: 'an interlock on the device (board max_on_ms): test/interlock-device.test.ts, test/firmware-interlock.test.ts',
+  MIN_OFF_TIME: 'an interlock on the device (board min_off_ms): test/firmware-interlock.test.ts, test/interlock-device.test.ts',
   ESTOP_LATCHED: 'needs the e-stop input, which only the stepper rig board wires: test/interlock-device.test.ts',
   ESTOP_ACTIVE: 'needs the e-stop input held: test/interlock-device.test.ts',
   OPERATOR_REQUIRED: 'a tool-level refusal of operator-only tools: test/mcp-operator.test.ts, test/interlock-device.test.ts',

@@ -1,5 +1,5 @@
 // The built firmware's interlocks in the vm fake, on a virtual clock: exact timing of the max
-// on-time auto-off, the e-stop latch, and the outbox keeping interlock events until the host's rack.
+// on-time auto-off, the minimum off-time, the e-stop latch, and the outbox keeping interlock events until the host's rack.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -31,6 +31,74 @@ function boot(b: BoardDef = board) {
 }
 
 const relay = (rid: string, ch: number, on: boolean) => ({ t: 'cmd', rid, a: 'relay.set', p: { ch, on } });
+
+describe('minimum off-time', () => {
+  // K3 with max_on_ms 100 and min_off_ms 300: at most 100 ms on in every 400 ms, whatever is sent.
+  const limited: BoardDef = { ...board, relays: board.relays.map((r) => (r.ch === 3 ? { ...r, max_on_ms: 100, min_off_ms: 300 } : r)) };
+
+  it('"on" within min_off_ms of the auto-off is rejected MIN_OFF_TIME and writes nothing; at min_off_ms it switches', () => {
+    const { rig, s } = boot(limited);
+    rig.advance(300); // the rest that boot started
+    rig.send(s, relay('r1', 3, true));
+    rig.advance(100); // auto-off at 100 ms
+    expect(rig.pins[K3]).toBe(1);
+    recv(rig, s);
+    const writes = rig.writes.filter(([p]) => p === K3).length;
+    rig.advance(200);
+    rig.send(s, relay('r2', 3, true));
+    rig.advance(1);
+    const res = recv(rig, s).find((f) => f.t === 'res' && f.rid === 'r2');
+    expect(res).toMatchObject({ st: 'rejected', code: 'MIN_OFF_TIME', ev: 'none', ver: false });
+    expect(res!.msg).toMatch(/minimum off-time of 300 ms; nothing was switched: switch it on with a new command in 100 ms/);
+    expect(rig.pins[K3]).toBe(1);
+    expect(rig.writes.filter(([p]) => p === K3).length).toBe(writes);
+    rig.advance(99); // 300 ms after the auto-off
+    rig.send(s, relay('r3', 3, true));
+    rig.advance(5);
+    expect(recv(rig, s).find((f) => f.t === 'res' && f.rid === 'r3')).toMatchObject({ st: 'completed' });
+    expect(rig.pins[K3]).toBe(0);
+  });
+
+  it('a host re-sending "on" with fresh request ids as fast as it can gets at most max_on / (max_on + min_off) of the time on', () => {
+    const { rig, s } = boot(limited);
+    let on = 0;
+    for (let t = 0, n = 0; t < 4000; t++) {
+      if (t % 10 === 0) rig.send(s, relay('d' + n++, 3, true));
+      rig.advance(1);
+      if (rig.pins[K3] === 0) on++;
+      recv(rig, s);
+    }
+    expect(on / 4000).toBeLessThanOrEqual(100 / 400 + 0.01);
+    expect(on).toBeGreaterThan(0);
+  });
+
+  it('boot starts the rest, and so does a command that switches it off; "off" is never refused', () => {
+    const { rig, s } = boot(limited);
+    rig.send(s, relay('boot', 3, true));
+    rig.advance(1);
+    expect(recv(rig, s).find((f) => f.t === 'res' && f.rid === 'boot')).toMatchObject({ st: 'rejected', code: 'MIN_OFF_TIME' });
+    rig.advance(300);
+    rig.send(s, relay('a', 3, true));
+    rig.advance(5);
+    rig.send(s, relay('b', 3, false));
+    rig.advance(5);
+    rig.send(s, relay('c', 3, false)); // off while resting: fine
+    rig.advance(5);
+    rig.send(s, relay('d', 3, true));
+    rig.advance(5);
+    const fs = recv(rig, s);
+    expect(fs.find((f) => f.t === 'res' && f.rid === 'c')).toMatchObject({ st: 'completed' });
+    expect(fs.find((f) => f.t === 'res' && f.rid === 'd')).toMatchObject({ st: 'rejected', code: 'MIN_OFF_TIME' });
+  });
+
+  it('the board check refuses a min_off_ms that is not a positive number of ms', async () => {
+    const { checkBoard } = await import('@proofrig/protocol');
+    const b = JSON.parse(JSON.stringify(relayBoard)) as BoardDef;
+    b.relays[0].min_off_ms = 0;
+    const c = checkBoard(b);
+    expect(!c.ok && c.errors.join('\n')).toMatch(/relays\[0\]\.min_off_ms/);
+  });
+});
 
 describe('max on-time', () => {
   it('K3 goes off exactly max_on_ms after it was switched on, with an evt max_on carrying the state', () => {

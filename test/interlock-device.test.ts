@@ -112,6 +112,29 @@ describe('a relay switches itself off after its board max_on_ms, whatever the ho
   });
 });
 
+describe('a relay rests its board min_off_ms before it may switch on again', () => {
+  it('K1 with max_on_ms 300 and min_off_ms 4000, over MCP: on, auto-off, an "on" during the rest is rejected MIN_OFF_TIME with nothing switched; after the rest it switches', async () => {
+    e = await startE2E({ sims: [{ boardFile: boardFile(RELAY, (b) => Object.assign(b.relays[0], { max_on_ms: 300, min_off_ms: 4000 })) }] });
+    const rig = e.running.rigs.get(DEV_R)!;
+    // Boot started a rest: wait it out by the device's own answer, not a guessed delay.
+    await until(async () => {
+      const r = await e!.act('relay_set', { device_id: DEV_R, channel: 1, on: true });
+      return r.final.state === 'completed';
+    }, 15000, 'K1 switched on once boot\'s rest is over');
+    await until(() => rig.pinLevel(23) !== onLevel, 3000, 'K1 off by its max on-time');
+    const writes = rig.writes(23);
+    const { final } = await e.act('relay_set', { device_id: DEV_R, channel: 1, on: true, request_id: 'too-soon' });
+    expect(final).toMatchObject({ state: 'rejected', error_code: 'MIN_OFF_TIME', executed: false, verified: false });
+    expect(final.detail).toMatch(/minimum off-time of 4000 ms; nothing was switched: switch it on with a new command in \d+ ms/);
+    expect(rig.writes(23)).toBe(writes);
+    expect(rig.pinLevel(23)).not.toBe(onLevel);
+    // The same request_id replays the refusal (the table's retry rule: no); a new command after the rest runs.
+    const again = await e.call('relay_set', { device_id: DEV_R, channel: 1, on: true, request_id: 'too-soon' });
+    expect(again.structuredContent).toMatchObject({ command_id: final.command_id, error_code: 'MIN_OFF_TIME' });
+    await until(async () => (await e!.act('relay_set', { device_id: DEV_R, channel: 1, on: true })).final.state === 'completed', 15000, 'on after the rest');
+  }, 60_000);
+});
+
 describe('soft limits and speed bounds are checked on the device, not only by the host', () => {
   const soft = () => boardFile(STEPPER, (b) => (b.steppers![0].soft_limits = { min_mm: 0, max_mm: 120 }));
 

@@ -13,6 +13,8 @@ export interface Action {
   nh?: (p: Record<string, unknown>) => string | null;
   /** null when the actuator is free, else the BUSY reason. Only called with checked arguments. */
   busy: (p: Record<string, unknown>) => string | null;
+  /** null when no interlock holds the output (a relay's minimum off-time), else the MIN_OFF_TIME reason. Checked after busy. */
+  rest?: (p: Record<string, unknown>) => string | null;
   /** What must happen at once, before the ack (stop: step outputs off). Also run when the outbox is full. */
   pre?: (p: Record<string, unknown>) => void;
   /** Start executing; call done exactly once, now or later. */

@@ -129,6 +129,8 @@ function onCmd(f: CommandFrame): void {
   if (why) return reject(i, 'NOT_HOMED', why);
   why = a.busy(f.p);
   if (why) return reject(i, 'BUSY', why);
+  why = a.rest ? a.rest(f.p) : null;
+  if (why) return reject(i, 'MIN_OFF_TIME', why);
   try {
     if (a.pre) a.pre(f.p);
     linkSend({ t: 'ack', rid: rid, st: 'accepted' });

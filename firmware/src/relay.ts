@@ -5,6 +5,7 @@ import type { BoardDef, RelayDef, RelayState } from '@proofrig/protocol';
 import { checkRelaySetArgs } from '@proofrig/protocol';
 import type { Action, Done } from './action';
 import { pinInput, pinOutput, pinRead, pinWrite } from './hal';
+import { nowMs } from './clock';
 
 let RL: RelayDef[] = [];
 /** Level last commanded (true = on), null until the first command since boot. */
@@ -19,6 +20,8 @@ const SETTLE: (() => void)[] = [];
 const ST: (TimerId | undefined)[] = [];
 const AO: (TimerId | undefined)[] = [];
 const AOF: (() => void)[] = [];
+/** When the channel last went off (from on, or at boot), device ms: its min_off_ms counts from here. */
+const OFFAT: number[] = [];
 let done: Done;
 let ev: (k: 'max_on', ch: number, msg: string) => void;
 
@@ -79,6 +82,7 @@ function off(i: number): boolean {
   AO[i] = undefined;
   const was = CMD[i] === true;
   if (CMD[i] !== null) CMD[i] = false;
+  if (was) OFFAT[i] = nowMs();
   return was;
 }
 
@@ -132,12 +136,23 @@ export function relayInit(b: BoardDef, d: Done, e: (k: 'max_on', ch: number, msg
     SETTLE[i] = settler(i);
     AOF[i] = autoOffer(i);
     ST[i] = AO[i] = undefined;
+    // Boot switched every output off: a load that needs its rest (a compressor) gets it after a reset too.
+    OFFAT[i] = nowMs();
   }
 }
 
 function busy(p: Record<string, unknown>): string | null {
   const i = idx(p.ch);
   return SLOT[i] >= 0 ? RL[i].name + ' (ch ' + RL[i].ch + ') is still executing a command; ask again when it has a result' : null;
+}
+
+/** Switching on again too soon after off is refused, so max_on_ms and min_off_ms bound the duty cycle. */
+function rest(p: Record<string, unknown>): string | null {
+  const i = idx(p.ch);
+  const r = RL[i];
+  if (p.on !== true || CMD[i] === true || !r.min_off_ms) return null;
+  const left = Math.ceil(OFFAT[i] + r.min_off_ms - nowMs());
+  return left > 0 ? r.name + ' (ch ' + r.ch + ') is off for its board minimum off-time of ' + r.min_off_ms + ' ms; nothing was switched: switch it on with a new command in ' + left + ' ms' : null;
 }
 
 function run(slot: number, p: Record<string, unknown>, d: Done): void {
@@ -156,7 +171,7 @@ function run(slot: number, p: Record<string, unknown>, d: Done): void {
   ST[i] = setTimeout(SETTLE[i], r.settle_ms);
 }
 
-export const RELAY_SET: Action = { n: 'relay.set', chk: checkRelaySetArgs, busy: busy, run: run };
+export const RELAY_SET: Action = { n: 'relay.set', chk: checkRelaySetArgs, busy: busy, rest: rest, run: run };
 
 /** Relay part of the state snapshot, read live from the pins. */
 export function relayState(): RelayState[] {

@@ -77,6 +77,8 @@ export function checkBoard(raw: unknown): BoardCheck {
       for (const k of ['operate_ms', 'release_ms', 'settle_ms']) if (!isMs(r[k])) errors.push(`${at}.${k}: must be a number of ms`);
       if (r.max_on_ms !== undefined && (!isMs(r.max_on_ms) || r.max_on_ms <= 0 || (isMs(r.settle_ms) && r.max_on_ms <= r.settle_ms)))
         errors.push(`${at}.max_on_ms: must be a number of ms (1..600000) above settle_ms, or absent for no limit`);
+      if (r.min_off_ms !== undefined && (!isMs(r.min_off_ms) || r.min_off_ms <= 0))
+        errors.push(`${at}.min_off_ms: must be a number of ms (1..600000), or absent for no minimum off-time`);
       const fb = r.feedback;
       if (!isObj(fb)) return errors.push(`${at}.feedback: must be an object with a kind`);
       if (fb.kind === 'aux_contact') {

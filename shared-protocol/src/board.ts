@@ -52,6 +52,12 @@ export interface RelayDef {
    * re-upload of the board changes it.
    */
   max_on_ms?: number;
+  /**
+   * Interlock: once the channel is off (switched off by a command, its max on-time or the e-stop,
+   * or at boot) the device refuses to switch it on again for this long (rejected MIN_OFF_TIME).
+   * With max_on_ms it bounds the duty cycle to max_on_ms / (max_on_ms + min_off_ms). Absent: none.
+   */
+  min_off_ms?: number;
 }
 
 /** A switch wired to an input: closed reads the active level. */

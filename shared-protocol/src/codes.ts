@@ -129,6 +129,12 @@ export const ERROR_CODES = {
     ends: 'failed',
     retry: 'after_fresh_state_read',
   },
+  MIN_OFF_TIME: {
+    meaning:
+      'The output was switched off less than its board minimum off-time (min_off_ms) ago, so the device refused to switch it on; nothing was switched. The detail says how long to wait before a new command.',
+    ends: 'rejected',
+    retry: 'no',
+  },
   ESTOP_LATCHED: {
     meaning:
       'The device latched its e-stop: every relay is off and every axis stopped and disabled until an operator clears the latch (estop_clear); the command was refused and nothing moved.',
