@@ -1,7 +1,7 @@
 // @proofrig/protocol: the one source of truth for what crosses the device link.
 export * from './codes.js';
-export * from './states.js';
-export * from './state.js';
+export * from './lifecycle.js';
+export * from './device-state.js';
 export * from './board.js';
 export * from './board-check.js';
 export * from './actions.js';

@@ -1,9 +1,9 @@
 // Frames a device sends to the host, and the validator the host runs on them.
 import type { ErrorCode } from './codes.js';
 import { isErrorCode } from './codes.js';
-import type { DeviceResultState, Evidence } from './states.js';
-import { DEVICE_RESULT_STATES, EVIDENCE_KINDS } from './states.js';
-import type { DeviceState } from './state.js';
+import type { DeviceResultState, Evidence } from './lifecycle.js';
+import { DEVICE_RESULT_STATES, EVIDENCE_KINDS } from './lifecycle.js';
+import type { DeviceState } from './device-state.js';
 import type { FrameError } from './check.js';
 import { bad, checkErr, ID_RULE, isId, isNum, isObj, echo, isStr, optMsg, parseEnvelope } from './check.js';
 import { MAX_ID_LENGTH, MAX_MSG_LENGTH, MAX_STATE_AXES, MAX_STATE_RELAYS } from './constants.js';

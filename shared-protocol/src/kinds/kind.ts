@@ -3,8 +3,8 @@
 // kind is its own module too (firmware/src/relay.ts, stepper.ts), listed in firmware/src/exec.ts.
 import type { ActionName } from '../actions.js';
 import type { BoardDef } from '../board.js';
-import type { Evidence } from '../states.js';
-import type { DeviceState } from '../state.js';
+import type { Evidence } from '../lifecycle.js';
+import type { DeviceState } from '../device-state.js';
 
 export interface ActionKind {
   action: ActionName;
