@@ -92,6 +92,12 @@ describe.skipIf(!CHROMIUM)('the live dashboard', () => {
       expect(await page.getByTestId(`cmd-${id}`).textContent()).toContain('MOTOR_STALL');
       const faults = await page.getByTestId('fault').allTextContents();
       expect(faults.some((f: string) => f.startsWith('MOTOR_STALL') && f.includes('move x (slide) → 60 mm'))).toBe(true);
+      // The move as a plot: the commanded profile to 60 mm, the encoder's readings during it, and the stall where it happened.
+      const plot = page.getByTestId('plot-stepper-rig-x');
+      await until(async () => (await plot.getByTestId('plot-end').count()) === 1, 2000, 'the stall marked on the plot');
+      expect(Number(await plot.getByTestId('plot-measured').getAttribute('data-points'))).toBeGreaterThanOrEqual(3);
+      expect(await plot.textContent()).toMatch(new RegExp(`MOTOR_STALL at ${final.position_mm} mm`));
+      expect(await plot.textContent()).toMatch(/60 mm/);
       await page.screenshot({ path: process.env.PROOFRIG_SCREENSHOT_STALL ?? '/tmp/proofrig-dashboard-stall.png', fullPage: true });
       await page.close();
     } finally {

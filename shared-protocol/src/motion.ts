@@ -88,3 +88,31 @@ export function moveDurationS(ax: MotionAxis, distMm: number, v: number, toTarge
     hz = next;
   }
 }
+
+/**
+ * The commanded position of a move over time, as the firmware's profile issues steps: [ms since
+ * the start, mm] every `everyMs` (and the end), from `fromMm` to `toMm` at cruise speed `v`. For
+ * showing a move against its encoder readings; the deadline uses moveDurationS.
+ */
+export function moveProfile(ax: MotionAxis, fromMm: number, toMm: number, v: number, everyMs = 100): [number, number][] {
+  const n = Math.round(Math.abs(toMm - fromMm) * ax.steps_per_mm);
+  const dir = toMm >= fromMm ? 1 : -1;
+  const out: [number, number][] = [[0, fromMm]];
+  if (n === 0) return out;
+  const dt = STEP_TICK_MS / 1000;
+  const goal = n * 1000;
+  let done = 0;
+  let hz = MIN_STEP_HZ;
+  // A bound on ticks keeps a nonsense axis from looping for ever (a real move is far shorter).
+  for (let k = 1; k < 1_000_000; k++) {
+    done += hz * STEP_TICK_MS;
+    const at = fromMm + (dir * Math.min(done, goal)) / 1000 / ax.steps_per_mm;
+    if (goal - done < 500) {
+      out.push([k * STEP_TICK_MS, toMm]);
+      return out;
+    }
+    if ((k * STEP_TICK_MS) % everyMs === 0) out.push([k * STEP_TICK_MS, Math.round(at * 1000) / 1000]);
+    hz = stepHz(ax, v, k * dt, (goal - done) / 1000, true);
+  }
+  return out;
+}

@@ -2,7 +2,7 @@
 // change and every device change as it happens. Served to the page by fetch() with the same
 // bearer token as MCP (the page never puts the token in a URL the server sees).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { findAxis, findRelay } from '@proofrig/protocol';
+import { findAxis, findRelay, moveProfile } from '@proofrig/protocol';
 import { kindOf } from '@proofrig/protocol/kinds';
 import type { HostCore } from '../core/host.js';
 import type { CommandStatus } from '../core/command-view.js';
@@ -36,7 +36,26 @@ function withPath(core: HostCore, s: CommandStatus) {
   const b = core.devices.board(s.device_id);
   const label =
     !kind || !b ? null : kind.target === 'relay' ? (findRelay(b, s.args.ch as number)?.label ?? null) : kind.target === 'axis' ? (findAxis(b, String(s.args.axis))?.label ?? null) : null;
-  return { ...s, path, what: kind ? kind.short(s.args, label) : s.action, target: kind?.target ?? null, motion: kind?.motion ?? false };
+  return { ...s, path, what: kind ? kind.short(s.args, label) : s.action, target: kind?.target ?? null, motion: kind?.motion ?? false, plan: planOf(core, s) };
+}
+
+/** Commanded positions of a move over time (the firmware's own profile), worked out once, when the move is first seen. */
+const plans = new Map<string, [number, number][]>();
+function planOf(core: HostCore, s: CommandStatus): [number, number][] | null {
+  const kind = kindOf(s.action);
+  if (!kind?.motion || typeof s.args.mm !== 'number') return null;
+  const known = plans.get(s.command_id);
+  if (known) return known;
+  const board = core.devices.board(s.device_id);
+  const ax = board && findAxis(board, String(s.args.axis));
+  // Where it starts: the axis as the device last reported it (before the move's own progress).
+  const from = core.devices.state(s.device_id)?.axes?.find((a) => a.axis === ax?.axis)?.pos;
+  // Only at its start: a page that opens mid-move would otherwise draw the plan from where it is now.
+  if (!ax || from === undefined || (s.state !== 'submitted' && s.state !== 'sent')) return null;
+  const plan = moveProfile(ax, from, s.args.mm, typeof s.args.speed === 'number' ? s.args.speed : ax.max_speed_mm_s);
+  plans.set(s.command_id, plan);
+  if (plans.size > 64) plans.delete(plans.keys().next().value!);
+  return plan;
 }
 
 function device(core: HostCore, dev: string) {

@@ -26,6 +26,11 @@ export const DASHBOARD_HTML = `<!doctype html>
   @media (max-width: 1100px) { main { grid-template-columns: minmax(0, 1fr); } }
   .folded td { color: var(--mute); font-style: italic; }
   .label { font-weight: 600; }
+  svg.plot { width: 100%; height: 130px; display: block; margin-top: .3rem; }
+  svg.plot .plan { fill: none; stroke: #8c959f; stroke-dasharray: 4 3; stroke-width: 1.5; }
+  svg.plot .meas { fill: none; stroke: #0969da; stroke-width: 2; }
+  svg.plot .end { fill: var(--bad); }
+  svg.plot text { font-size: 10px; fill: var(--mute); }
   h2 { font-size: .95rem; margin: 0 0 .5rem; text-transform: uppercase; letter-spacing: .04em; color: var(--mute); }
   .card { border: 1px solid var(--line); border-radius: 6px; padding: .7rem .8rem; margin-bottom: .8rem; }
   .card h3 { margin: 0 0 .3rem; font-size: 1rem; display: flex; gap: .5rem; align-items: baseline; }
@@ -67,6 +72,8 @@ export const DASHBOARD_HTML = `<!doctype html>
 (function () {
   var TERMINAL = { completed: 1, unverified: 1, failed: 1, rejected: 1, timeout: 1, cancelled: 1 };
   var devices = {}, commands = {}, order = [], paths = {}, faults = [], seenAt = Date.now(), serverSkew = 0;
+  // A move's plan (commanded mm over ms, from the server) and the encoder positions seen during it.
+  var plans = {}, measured = {};
   var m = /token=([^&]+)/.exec(location.hash);
   if (m) { sessionStorage.setItem('proofrig-token', decodeURIComponent(m[1])); history.replaceState(null, '', location.pathname); }
   var token = sessionStorage.getItem('proofrig-token');
@@ -97,6 +104,25 @@ export const DASHBOARD_HTML = `<!doctype html>
     }
     return null;
   }
+  // Commanded (dashed) against measured (blue) position of the latest move on an axis; where it failed, the code.
+  function plot(dev, axis) {
+    var c = null;
+    for (var i = 0; i < order.length; i++) { var x = commands[order[i]]; if (x.device_id === dev && plans[x.command_id] && x.args && x.args.axis === axis) { c = x; break; } }
+    if (!c) return '';
+    var plan = plans[c.command_id], meas = measured[c.command_id] || [];
+    var all = plan.concat(meas), tMax = 1, lo = Infinity, hi = -Infinity;
+    all.forEach(function (p) { tMax = Math.max(tMax, p[0]); lo = Math.min(lo, p[1]); hi = Math.max(hi, p[1]); });
+    if (hi - lo < 1) { hi += 0.5; lo -= 0.5; }
+    var W = 600, H = 130, L = 34, B = 16;
+    function X(t) { return (L + (t / tMax) * (W - L - 6)).toFixed(1); }
+    function Y(v) { return (6 + (1 - (v - lo) / (hi - lo)) * (H - B - 6)).toFixed(1); }
+    function line(ps) { return ps.map(function (p) { return X(p[0]) + ',' + Y(p[1]); }).join(' '); }
+    var last = meas[meas.length - 1];
+    var end = TERMINAL[c.state] && c.state !== 'completed' && last ? '<circle class="end" data-testid="plot-end" cx="' + X(last[0]) + '" cy="' + Y(last[1]) + '" r="4"/><text x="' + X(last[0]) + '" y="' + (Number(Y(last[1])) - 7) + '" text-anchor="end" fill="#cf222e">' + esc(c.error_code || c.state) + ' at ' + last[1] + ' mm</text>' : '';
+    return '<svg class="plot" data-testid="plot-' + esc(dev) + '-' + esc(axis) + '" viewBox="0 0 ' + W + ' ' + H + '" preserveAspectRatio="none">' +
+      '<text x="2" y="12">' + hi.toFixed(0) + ' mm</text><text x="2" y="' + (H - B) + '">' + lo.toFixed(0) + ' mm</text><text x="' + (W - 4) + '" y="' + (H - 3) + '" text-anchor="end">' + (tMax / 1000).toFixed(1) + ' s · ' + esc(c.what || '') + ' · dashed commanded, blue encoder</text>' +
+      '<polyline class="plan" points="' + line(plan) + '"/>' + (meas.length ? '<polyline class="meas" data-testid="plot-measured" data-points="' + meas.length + '" points="' + line(meas) + '"/>' : '') + end + '</svg>';
+  }
   function yesno(v) { return v === null || v === undefined ? '<span class="meta">n/a</span>' : v ? 'on' : 'off'; }
 
   function renderDevices() {
@@ -118,7 +144,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       return '<div class="card" data-testid="device-' + esc(id) + '"><h3>' + esc(id) + ' <span class="badge ' + (d.online ? 'on">online' : 'off">offline') + '</span></h3>' +
         '<div class="meta">' + (b.area ? '<b data-testid="area-' + esc(id) + '">' + esc(b.area) + '</b> · ' : '') + esc(d.board_name) + ' · last seen <span data-testid="seen-' + esc(id) + '">' + seen + '</span> · boot ' + esc(d.boot_id || '—') + ' · state ' + (d.state_observed_at ? 'observed ' + age(Date.now() - serverSkew - Date.parse(d.state_observed_at)) : 'never read') + '</div>' +
         (relays ? '<div class="scroll"><table><thead><tr><th>ch</th><th>name</th><th>feedback</th><th>commanded</th><th>pin</th><th>aux</th><th>last evidence</th></tr></thead><tbody>' + relays + '</tbody></table></div>' : '') +
-        (axes ? '<div class="scroll"><table><thead><tr><th>axis</th><th>position</th><th>homed</th><th>motion</th><th>driver</th><th>switches</th></tr></thead><tbody>' + axes + '</tbody></table></div>' : '') +
+        (axes ? '<div class="scroll"><table><thead><tr><th>axis</th><th>position</th><th>homed</th><th>motion</th><th>driver</th><th>switches</th></tr></thead><tbody>' + axes + '</tbody></table></div>' + (s && s.axes ? s.axes.map(function (a) { return plot(id, a.axis); }).join('') : '') : '') +
         '</div>';
     }).join('');
   }
@@ -149,6 +175,12 @@ export const DASHBOARD_HTML = `<!doctype html>
     (c.path || [c.state]).forEach(function (st) { if (p.indexOf(st) < 0) p.push(st); });
     var was = commands[c.command_id];
     commands[c.command_id] = c;
+    if (c.plan && !plans[c.command_id]) plans[c.command_id] = c.plan;
+    if (plans[c.command_id] && c.position_mm != null && c.submitted_at) {
+      var m = measured[c.command_id] || (measured[c.command_id] = []);
+      var t = TERMINAL[c.state] && c.terminal_at ? Date.parse(c.terminal_at) - Date.parse(c.submitted_at) : Date.now() - serverSkew - Date.parse(c.submitted_at);
+      if (!m.length || m[m.length - 1][1] !== c.position_mm || TERMINAL[c.state]) m.push([Math.max(0, t), c.position_mm]);
+    }
     if (live && c.error_code && c.state !== 'rejected' && (!was || was.state !== c.state))
       faults.unshift({ code: c.error_code, at: c.terminal_at || new Date().toISOString(), device: c.device_id, text: what(c) + (c.detail ? ' — ' + c.detail : '') });
   }
