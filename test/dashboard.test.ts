@@ -135,6 +135,10 @@ describe.skipIf(!CHROMIUM)('the live dashboard', () => {
       const page = await open(e);
       const faults = await page.getByTestId('fault').allTextContents();
       expect(faults.some((f: string) => f.startsWith('NO_FEEDBACK') && f.includes('relay 2 (pump) on'))).toBe(true);
+      // The pump's switch timeline holds its one switch, red for its failed evidence.
+      const tl = page.getByTestId(`timeline-${RIG}-2`);
+      expect(await tl.getAttribute('data-n')).toBe('1');
+      expect(await tl.locator('i.on.failed').getAttribute('title')).toMatch(/on: failed aux_contact NO_FEEDBACK/);
       expect(await page.getByTestId('folded').textContent()).toBe('3 calls for devices this host does not know (typo-rig, nope), refused before anything was sent');
       expect(await page.locator('[data-testid^="cmd-"][data-state="rejected"]').count()).toBe(0);
       await page.close();

@@ -31,6 +31,11 @@ export const DASHBOARD_HTML = `<!doctype html>
   svg.plot .meas { fill: none; stroke: #0969da; stroke-width: 2; }
   svg.plot .end { fill: var(--bad); }
   svg.plot text { font-size: 10px; fill: var(--mute); }
+  .tl { display: inline-flex; gap: 2px; vertical-align: middle; margin-left: .3rem; }
+  .tl i { display: inline-block; width: 7px; height: 12px; border-radius: 2px; background: var(--line); }
+  .tl i.on { height: 12px; } .tl i.off { height: 6px; align-self: flex-end; }
+  .tl i.completed { background: var(--ok); } .tl i.unverified { background: var(--warn); }
+  .tl i.failed, .tl i.timeout, .tl i.rejected { background: var(--bad); }
   h2 { font-size: .95rem; margin: 0 0 .5rem; text-transform: uppercase; letter-spacing: .04em; color: var(--mute); }
   .card { border: 1px solid var(--line); border-radius: 6px; padding: .7rem .8rem; margin-bottom: .8rem; }
   .card h3 { margin: 0 0 .3rem; font-size: 1rem; display: flex; gap: .5rem; align-items: baseline; }
@@ -96,6 +101,17 @@ export const DASHBOARD_HTML = `<!doctype html>
     }
     return '<span class="meta">—</span>';
   }
+  // The channel's last switches, oldest first: tall = on, short = off; the colour is the outcome
+  // (green confirmed, amber unverified, red failed, refused or unknown); the title has time and evidence.
+  function timeline(dev, ch) {
+    var out = [];
+    for (var i = 0; i < order.length && out.length < 12; i++) {
+      var c = commands[order[i]];
+      if (c.device_id === dev && c.target === 'relay' && c.args && c.args.ch === ch && TERMINAL[c.state])
+        out.push('<i class="' + (c.args.on ? 'on ' : 'off ') + esc(c.state) + '" title="' + esc((c.terminal_at || '').slice(11, 19) + ' ' + (c.args.on ? 'on' : 'off') + ': ' + c.state + (c.evidence ? ' ' + c.evidence : '') + (c.error_code ? ' ' + c.error_code : '')) + '"></i>');
+    }
+    return out.length ? '<span class="tl" data-testid="timeline-' + esc(dev) + '-' + ch + '" data-n="' + out.length + '">' + out.reverse().join('') + '</span>' : '';
+  }
   // Progress frames carry the measured position of a running move: show it on the axis live.
   function runningMove(dev, axis) {
     for (var i = 0; i < order.length; i++) {
@@ -134,7 +150,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       var seen = d.last_seen ? age(Date.now() - serverSkew - Date.parse(d.last_seen)) : 'never';
       var relays = b.relays.map(function (r) {
         var st = s ? (s.relays.filter(function (x) { return x.ch === r.ch; })[0] || {}) : {};
-        return '<tr data-testid="relay-' + esc(id) + '-' + r.ch + '"><td>' + r.ch + '</td><td>' + (r.label ? '<span class="label">' + esc(r.label) + '</span>' + (r.label.toLowerCase() === r.name.toLowerCase() ? '' : ' ' + esc(r.name)) : esc(r.name)) + '</td><td>' + esc(r.feedback) + '</td><td>' + (st.cmd === null ? '<span class="meta">never</span>' : yesno(st.cmd)) + '</td><td>' + yesno(st.pin) + '</td><td>' + yesno(st.aux) + '</td><td>' + lastEvidence(id, r.ch) + '</td></tr>';
+        return '<tr data-testid="relay-' + esc(id) + '-' + r.ch + '"><td>' + r.ch + '</td><td>' + (r.label ? '<span class="label">' + esc(r.label) + '</span>' + (r.label.toLowerCase() === r.name.toLowerCase() ? '' : ' ' + esc(r.name)) : esc(r.name)) + '</td><td>' + esc(r.feedback) + '</td><td>' + (st.cmd === null ? '<span class="meta">never</span>' : yesno(st.cmd)) + '</td><td>' + yesno(st.pin) + '</td><td>' + yesno(st.aux) + '</td><td>' + lastEvidence(id, r.ch) + timeline(id, r.ch) + '</td></tr>';
       }).join('');
       var axes = (s && s.axes ? s.axes : []).map(function (a) {
         var run = runningMove(id, a.axis);
