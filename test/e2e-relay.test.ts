@@ -1,7 +1,7 @@
 // The walking skeleton, end to end: the real MCP client → MCP server → host core → real
 // WebSocket → simulated rig running the built firmware file (firmware/dist/proofrig.js).
 import { afterEach, describe, expect, it } from 'vitest';
-import { enginesUnderTest, rebootTest } from './helpers/engines.js';
+import { picked, rebootTest, tiersUnderTest } from './helpers/engines.js';
 import { readFileSync } from 'node:fs';
 import { SimRig } from '@proofrig/sim';
 import { FIRMWARE_FILE } from '../host/src/paths.js';
@@ -17,7 +17,7 @@ afterEach(async () => {
   e = undefined;
 });
 
-describe.each(enginesUnderTest())('on the %s engine', (engine) => {
+describe.each(tiersUnderTest())('on the %s engine', (engine) => {
   describe('a relay ends completed only with evidence', () => {
     it('channel 1 (aux contact wired) ends completed with evidence aux_contact, and the contact really closed', async () => {
       e = await startE2E({ engine });
