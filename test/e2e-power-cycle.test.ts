@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import type { BoardDef } from '@proofrig/protocol';
 import { startE2E, until, type E2E } from './helpers/e2e.js';
-import { BOOT_ID_REPEATS_ON_ESPRUINO, ESPRUINO_AVAILABLE, enginesUnderTest } from './helpers/engines.js';
+import { BOOT_ID_REPEATS_ON_ESPRUINO, ESPRUINO_AVAILABLE, chipSpeedTier, enginesUnderTest, type Tier } from './helpers/engines.js';
 
 const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
 const board: BoardDef = JSON.parse(readFileSync(STEPPER_BOARD, 'utf8'));
@@ -22,12 +22,13 @@ afterEach(async () => {
 });
 
 enginesUnderTest(); // prints the one-line notice when the tier is skipped
-describe.skipIf(!ESPRUINO_AVAILABLE)('a power cycle of the real interpreter (Espruino engine)', () => {
+const tiers: Tier[] = ESPRUINO_AVAILABLE ? ['espruino', ...chipSpeedTier()] : [];
+describe.skipIf(!ESPRUINO_AVAILABLE).each(tiers)('a power cycle of the real interpreter (%s engine)', (engine) => {
   // Fails on firmware whose boot id repeats after every boot (E.hwRand restarts its sequence): marked
   // `fails` until the boot-id fix merges, then it must pass (see BOOT_ID_REPEATS_ON_ESPRUINO).
   const test = BOOT_ID_REPEATS_ON_ESPRUINO ? it.fails : it;
   test('a kill at ~30 mm of a 150 mm move ends it failed DEVICE_REBOOTED at once with the measured position, and a relay command caught by a kill acts at most once', async () => {
-    e = await startE2E({ engine: 'espruino', sims: [{ boardFile: STEPPER_BOARD }], device: DEV });
+    e = await startE2E({ engine, sims: [{ boardFile: STEPPER_BOARD }], device: DEV });
     const rig = e.running.rigs.get(DEV)!;
     const home = await e.act('stepper_home', { device_id: DEV, axis: 'x' });
     expect(home.final.state).toBe('completed');

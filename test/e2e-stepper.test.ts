@@ -2,11 +2,10 @@
 // WebSocket → simulated slide running the built firmware file. A move is done when the encoder
 // says so, and a stall is reported as a stall.
 import { afterEach, describe, expect, it } from 'vitest';
-import { enginesUnderTest, rebootTest } from './helpers/engines.js';
+import { picked, rebootTest, tiersUnderTest, type Tier } from './helpers/engines.js';
 import { readFileSync } from 'node:fs';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BoardDef } from '@proofrig/protocol';
-import type { Engine } from '@proofrig/sim';
 import { startE2E, until, type E2E } from './helpers/e2e.js';
 import type { CommandStatus } from '../host/src/core/command-view.js';
 
@@ -21,7 +20,7 @@ afterEach(async () => {
   e = undefined;
 });
 
-async function homed(engine: Engine, faults: string[] = []): Promise<E2E> {
+async function homed(engine: Tier, faults: string[] = []): Promise<E2E> {
   const h = await startE2E({ engine, sims: [{ boardFile: STEPPER_BOARD }], faults, device: DEV });
   e = h; // closed by afterEach even when homing fails
   const { final } = await h.act('stepper_home', { device_id: DEV, axis: 'x' });
@@ -31,7 +30,7 @@ async function homed(engine: Engine, faults: string[] = []): Promise<E2E> {
 
 const sc = (r: CallToolResult) => r.structuredContent as unknown as CommandStatus;
 
-describe.each(enginesUnderTest())('on the %s engine', (engine) => {
+describe.each(tiersUnderTest())('on the %s engine', (engine) => {
   describe('a move ends completed only when the encoder agrees', () => {
     it('a move to 150 mm ends completed with evidence encoder and a measured position within tolerance', async () => {
       e = await homed(engine);

@@ -77,7 +77,7 @@ const measured = new Map<string, ChipSpeed>();
 
 /**
  * This machine's speed for `binary` (memoized per process): the CPU time (user + system, of the
- * children, from bash's `times`) of the workload run minus an empty run, the least of three.
+ * children, from bash's `times`) of the workload run minus an empty run, the least of three each.
  * Blocks for about a second.
  */
 export function calibrate(binary: string, chipNs = CHIP_NS_PER_INSTRUCTION): ChipSpeed {
@@ -99,12 +99,14 @@ export function calibrate(binary: string, chipNs = CHIP_NS_PER_INSTRUCTION): Chi
       .split('\n')
       .filter((_, i) => i % 2 === 1)
       .map((l) => [...l.matchAll(/(\d+)m([\d.]+)s/g)].reduce((s, m) => s + Number(m[1]) * 60 + Number(m[2]), 0));
-    let best = Infinity;
+    // Least of each kind: a run can be slowed (the first start of a binary on a busy machine took 0.7 s).
+    let empty = Infinity;
+    let full = Infinity;
     for (let k = 0; k + 1 < children.length; k += 2) {
-      const empty = children[k]! - (k > 0 ? children[k - 1]! : 0);
-      const full = children[k + 1]! - children[k]!;
-      best = Math.min(best, full - empty);
+      empty = Math.min(empty, children[k]! - (k > 0 ? children[k - 1]! : 0));
+      full = Math.min(full, children[k + 1]! - children[k]!);
     }
+    const best = full - empty;
     if (!(best > 0)) throw new Error(`chip speed: calibrating ${binary} measured no CPU time (${out.trim().replace(/\n/g, ' | ')})`);
     const speed = quotaFor((best * 1e9) / WORKLOAD_INSTRUCTIONS, chipNs);
     measured.set(binary, speed);

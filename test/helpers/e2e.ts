@@ -69,7 +69,10 @@ export async function startE2E(
       logger,
       // A real interpreter answers from its own event loop, which idles up to 50 ms between polls of
       // its sockets (Linux build), on a machine shared by several runs: give it a slower heartbeat.
-      heartbeatMs: o.heartbeatMs ?? (engine === 'espruino' ? 400 : 150),
+      // At chip speed the production default (2000 ms): every frame in and out costs today's firmware
+      // millions of instructions (ws masking and MACs in JavaScript), tenths of a second on an ESP32,
+      // and a 400 ms heartbeat leaves a stepper rig no time for its command (docs/chip-speed.md).
+      heartbeatMs: o.heartbeatMs ?? (o.engine === 'chip-speed' ? 2000 : engine === 'espruino' ? 400 : 150),
       offlineGraceMs: o.offlineGraceMs ?? 8000,
       seed: 7,
       engine,
