@@ -6,7 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ChipCgroup, CHIP_NS_PER_INSTRUCTION, CPU_CGROUP_ROOT, WORKLOAD, WORKLOAD_INSTRUCTIONS, WORKLOAD_N, calibrate, chipSpeedUnavailable, quotaFor } from '../sim/src/chip-speed.js';
-import { CHIP_SPEED } from './helpers/engines.js';
+import pino from 'pino';
+import { runSimCommand } from '../host/src/sim-command.js';
+import { serve } from '../host/src/serve.js';
+import { CHIP_SPEED, ESPRUINO_AVAILABLE } from './helpers/engines.js';
+import { RELAY_BOARD, until } from './helpers/e2e.js';
 
 describe('the quota for a chip speed', () => {
   it('is the share machine ns / chip ns of one CPU, at the kernel minimum quota of 1 ms and the shortest period that gives it', () => {
@@ -76,4 +80,41 @@ describe.skipIf(!CHIP_SPEED)('an interpreter at chip speed (cgroup v1 quota)', (
     expect(existsSync(cg.path)).toBe(false);
     expect(cg.path.startsWith(CPU_CGROUP_ROOT)).toBe(true);
   }, 60000);
+});
+
+describe('--chip-speed on proofrig sim and serve', () => {
+  it('needs the Espruino engine: sim exits 2 with BAD_OPTION, serve refuses before anything starts', async () => {
+    let err = '';
+    const code = await runSimCommand({ board: RELAY_BOARD, consolePort: 0, host: 'ws://127.0.0.1:9/device', chipSpeed: true, engine: 'vm' }, { stderr: { write: (t: string) => (err += t) } });
+    expect(code).toBe(2);
+    expect(err).toMatch(/BAD_OPTION: --chip-speed needs --engine espruino/);
+    const db = join(mkdtempSync(join(tmpdir(), 'proofrig-chip-')), 'j.db');
+    await expect(serve({ db, port: 0, sims: [{ boardFile: RELAY_BOARD }], logger: pino({ level: 'silent' }), chipSpeed: true })).rejects.toThrow(/--chip-speed needs --engine espruino/);
+  });
+
+  it.skipIf(!CHIP_SPEED)('sim --engine espruino --chip-speed prints the calibration and runs the interpreter in its cgroup', async () => {
+    let out = '';
+    let cgroup: string | undefined;
+    const code = await runSimCommand(
+      { board: RELAY_BOARD, consolePort: 0, blank: true, host: 'ws://127.0.0.1:9/device', engine: 'espruino', chipSpeed: true, quiet: true },
+      {
+        stdout: { write: (t: string) => (out += t) },
+        until: async (r) => {
+          // The interpreter is up (its pin shim answers), inside its cgroup.
+          await until(() => r.espruino!.evaluate('1', 2000).then((v) => v === 1), 30000, 'the interpreter up');
+          cgroup = r.espruino?.chipCgroup?.path;
+        },
+      },
+    );
+    expect(code).toBe(0);
+    expect(out).toMatch(/at chip speed: this machine [\d.]+ ns per interpreter instruction, chip 16 ns: a quota of \d+ µs per \d+ µs/);
+    expect(cgroup).toMatch(/^\/sys\/fs\/cgroup\/cpu\/proofrig-chip-/);
+  }, 60000);
+
+  it.skipIf(!ESPRUINO_AVAILABLE || CHIP_SPEED || !chipSpeedUnavailable())('where no quota can be set, sim --chip-speed says why and exits 2', async () => {
+    let err = '';
+    const code = await runSimCommand({ board: RELAY_BOARD, consolePort: 0, blank: true, host: 'x', engine: 'espruino', chipSpeed: true }, { stderr: { write: (t: string) => (err += t) } });
+    expect(code).toBe(2);
+    expect(err).toMatch(/NO_CHIP_SPEED: chip speed/);
+  });
 });
