@@ -44,13 +44,21 @@ describe.skipIf(!ESPRUINO_AVAILABLE).each(tiers)('a power cycle of the real inte
     const afterKillMs = Date.now() - tKill;
     console.log(`move after the kill at ${killedAt.toFixed(2)} mm: ${final.state} ${final.error_code} at ${final.position_mm} mm, ${afterKillMs} ms after the kill; boot ${bootBefore} -> ${e.running.core.devices.view(DEV)!.boot_id}; detail: ${final.detail}`);
     expect(final).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED' });
-    expect(afterKillMs).toBeLessThan(8000); // at reconnect, not at the move's deadline
+    // At reconnect, not at the move's deadline: the new boot's device_online, then the verdict at once
+    // (a chip-speed boot alone takes 8-9 s, so the time from the kill says little there).
+    const online = e.logs.find((l) => l.evt === 'device_online' && l.device_id === DEV && l.previous_boot === bootBefore);
+    expect(online).toBeDefined();
+    const endedAt = e.running.core.commands.history(move).at(-1)!.at;
+    expect(endedAt - (online!.time as number)).toBeLessThan(2000);
+    if (engine !== 'chip-speed') expect(afterKillMs).toBeLessThan(8000);
     expect(final.position_mm).not.toBeNull();
     // The position is the last one the encoder measured and reported before the cut: never beyond
     // where the carriage really stopped. How far behind depends on when the last progress frame
     // left, which on a starved interpreter is late (17 mm behind measured at load 16 on 2 cores;
     // within one 250 ms progress period on the vm, see e2e-stepper "a power loss mid-move").
-    expect(final.position_mm!).toBeGreaterThan(0);
+    // At chip speed the first progress frame (250 ms into the move) may still be in the device when it is cut.
+    if (engine === 'chip-speed') expect(final.position_mm!).toBeGreaterThanOrEqual(0);
+    else expect(final.position_mm!).toBeGreaterThan(0);
     expect(final.position_mm!).toBeLessThanOrEqual(killedAt + ax.tolerance_mm);
     expect(final.detail ?? '').not.toMatch(/not executed as far as the device remembers/);
 

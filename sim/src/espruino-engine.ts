@@ -125,6 +125,8 @@ export class EspruinoEngine {
     child.stderr!.on('data', () => {}); // the Linux build's own warnings
     child.on('error', (e) => this.deps.print(`sim: cannot start the Espruino interpreter ${this.deps.binary}: ${e.message}`));
     child.on('exit', (code, signal) => {
+      // Disposed (the power cut may have come first): the cgroup can go once its interpreter left it.
+      if (this.disposed) this.cgroup?.remove();
       if (this.child !== child) return;
       this.child = undefined;
       this.deps.print(`sim: the Espruino interpreter exited (${signal ?? code})`);
@@ -159,12 +161,10 @@ export class EspruinoEngine {
   }
 
   dispose(): void {
-    const child = this.child;
     this.disposed = true;
     this.kill();
-    // The cgroup can go once the killed interpreter has left it.
-    const cg = this.cgroup;
-    if (cg && !cg.remove()) child?.once('exit', () => cg.remove());
+    // Gone now if no interpreter is left in it, else when the killed one exits (start()'s exit handler).
+    this.cgroup?.remove();
     this.unsubscribe();
     this.pinServer?.close();
     this.proxy?.close();

@@ -76,7 +76,11 @@ export function enginesUnderTest(): Engine[] {
  */
 export const BOOT_ID_REPEATS_ON_ESPRUINO = false;
 
-/** `it` for a test that power-cycles the rig; `it.fails` on the Espruino engine while the boot id repeats. */
-export function rebootTest(engine: Tier): typeof it | typeof it.fails {
+/**
+ * `it` for a test that power-cycles the rig; `it.fails` on the Espruino engine while the boot id
+ * repeats; `it.skip` at chip speed unless picked (see `picked`).
+ */
+export function rebootTest(engine: Tier, atChipSpeed = true): typeof it | typeof it.fails | typeof it.skip {
+  if (engine === 'chip-speed' && !atChipSpeed) return it.skip;
   return engineOf(engine) === 'espruino' && BOOT_ID_REPEATS_ON_ESPRUINO ? it.fails : it;
 }
