@@ -23,9 +23,13 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
       e = await startE2E({ engine });
       const { first, final } = await e.act('relay_set', { device_id: RIG, channel: 1, on: true });
       expect(first).toMatchObject({ executed: false, terminal: false });
-      // the tool waits (at most 1.5 s) for the device's ack: the first answer is accepted
-      expect(first.state).toBe('accepted');
-      expect(first.accepted).toBe(true);
+      // the tool waits (at most 1.5 s) for the device's ack: the first answer is accepted (at chip speed
+      // the ack takes 0.5-1.5 s, docs/chip-speed.md: there the first answer may still be 'sent')
+      if (engine === 'chip-speed' && first.state === 'sent') expect(first.accepted).toBe(false);
+      else {
+        expect(first.state).toBe('accepted');
+        expect(first.accepted).toBe(true);
+      }
       expect(first.estimated_seconds).toBeGreaterThan(0);
       expect(final).toMatchObject({ state: 'completed', terminal: true, accepted: true, executed: true, verified: true, evidence: 'aux_contact', error_code: null });
       expect(final.device_state!.relays.find((r) => r.ch === 1)).toEqual({ ch: 1, cmd: true, pin: true, aux: true });
