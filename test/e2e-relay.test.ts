@@ -1,7 +1,7 @@
 // The walking skeleton, end to end: the real MCP client → MCP server → host core → real
 // WebSocket → simulated rig running the built firmware file (firmware/dist/proofrig.js).
 import { afterEach, describe, expect, it } from 'vitest';
-import { enginesUnderTest, rebootTest } from './helpers/engines.js';
+import { picked, rebootTest, tiersUnderTest } from './helpers/engines.js';
 import { readFileSync } from 'node:fs';
 import { SimRig } from '@proofrig/sim';
 import { FIRMWARE_FILE } from '../host/src/paths.js';
@@ -17,15 +17,19 @@ afterEach(async () => {
   e = undefined;
 });
 
-describe.each(enginesUnderTest())('on the %s engine', (engine) => {
+describe.each(tiersUnderTest())('on the %s engine', (engine) => {
   describe('a relay ends completed only with evidence', () => {
-    it('channel 1 (aux contact wired) ends completed with evidence aux_contact, and the contact really closed', async () => {
+    picked(engine, true)('channel 1 (aux contact wired) ends completed with evidence aux_contact, and the contact really closed', async () => {
       e = await startE2E({ engine });
       const { first, final } = await e.act('relay_set', { device_id: RIG, channel: 1, on: true });
       expect(first).toMatchObject({ executed: false, terminal: false });
-      // the tool waits (at most 1.5 s) for the device's ack: the first answer is accepted
-      expect(first.state).toBe('accepted');
-      expect(first.accepted).toBe(true);
+      // the tool waits (at most 1.5 s) for the device's ack: the first answer is accepted (at chip speed
+      // the ack takes 0.5-1.5 s, docs/chip-speed.md: there the first answer may still be 'sent')
+      if (engine === 'chip-speed' && first.state === 'sent') expect(first.accepted).toBe(false);
+      else {
+        expect(first.state).toBe('accepted');
+        expect(first.accepted).toBe(true);
+      }
       expect(first.estimated_seconds).toBeGreaterThan(0);
       expect(final).toMatchObject({ state: 'completed', terminal: true, accepted: true, executed: true, verified: true, evidence: 'aux_contact', error_code: null });
       expect(final.device_state!.relays.find((r) => r.ch === 1)).toEqual({ ch: 1, cmd: true, pin: true, aux: true });
@@ -33,41 +37,41 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(e.running.rigs.get(RIG)!.relay(1).contactClosed).toBe(true);
     });
 
-    it('channel 3 (read back at the pin only) ends completed with evidence pin_readback', async () => {
+    picked(engine, false)('channel 3 (read back at the pin only) ends completed with evidence pin_readback', async () => {
       e = await startE2E({ engine });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 3, on: true });
       expect(final).toMatchObject({ state: 'completed', verified: true, evidence: 'pin_readback' });
       expect(final.device_state!.relays.find((r) => r.ch === 3)).toMatchObject({ cmd: true, pin: true, aux: null });
     });
 
-    it('channel 4 (no feedback) ends unverified with evidence none, never completed', async () => {
+    picked(engine, true)('channel 4 (no feedback) ends unverified with evidence none, never completed', async () => {
       e = await startE2E({ engine });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 4, on: true });
       expect(final).toMatchObject({ state: 'unverified', executed: true, verified: false, evidence: 'none', error_code: null });
       expect(e.running.rigs.get(RIG)!.relay(4).energised).toBe(true);
     });
 
-    it('coil_open on channel 2 ends failed with NO_FEEDBACK', async () => {
+    picked(engine, true)('coil_open on channel 2 ends failed with NO_FEEDBACK', async () => {
       e = await startE2E({ engine, faults: [`${RIG}:relay2:coil_open`] });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 2, on: true });
       expect(final).toMatchObject({ state: 'failed', executed: true, verified: false, evidence: 'aux_contact', error_code: 'NO_FEEDBACK' });
       expect(final.detail).toMatch(/GPIO35/);
     });
 
-    it('a welded contact on channel 1 ends failed with NO_FEEDBACK when switching off', async () => {
+    picked(engine, false)('a welded contact on channel 1 ends failed with NO_FEEDBACK when switching off', async () => {
       e = await startE2E({ engine, faults: [`${RIG}:relay1:welded`] });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 1, on: false });
       expect(final).toMatchObject({ state: 'failed', error_code: 'NO_FEEDBACK', verified: false });
     });
 
-    it('pin_stuck_low ends failed with READBACK_MISMATCH', async () => {
+    picked(engine, true)('pin_stuck_low ends failed with READBACK_MISMATCH', async () => {
       e = await startE2E({ engine, faults: [`${RIG}:relay3:pin_stuck_low`] });
       // Active-low module: "off" writes 1, the stuck pin reads 0.
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 3, on: false });
       expect(final).toMatchObject({ state: 'failed', verified: false, evidence: 'pin_readback', error_code: 'READBACK_MISMATCH' });
     });
 
-    it('pin_stuck_high ends failed with READBACK_MISMATCH', async () => {
+    picked(engine, false)('pin_stuck_high ends failed with READBACK_MISMATCH', async () => {
       e = await startE2E({ engine, faults: [`${RIG}:relay1:pin_stuck_high`] });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 1, on: true });
       expect(final).toMatchObject({ state: 'failed', error_code: 'READBACK_MISMATCH', verified: false });
@@ -75,7 +79,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   });
 
   describe('refused before anything is sent', () => {
-    it('an unknown device is rejected with DEVICE_OFFLINE and no pin of the rig moves', async () => {
+    picked(engine, false)('an unknown device is rejected with DEVICE_OFFLINE and no pin of the rig moves', async () => {
       e = await startE2E({ engine });
       const rig = e.running.rigs.get(RIG)!;
       const writes = board.relays.map((r) => rig.writes(r.pin));
@@ -85,7 +89,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(board.relays.map((x) => rig.writes(x.pin))).toEqual(writes);
     });
 
-    it('an offline device is rejected with DEVICE_OFFLINE after at most the bounded reconnect wait, and nothing reaches it when it returns', async () => {
+    picked(engine, false)('an offline device is rejected with DEVICE_OFFLINE after at most the bounded reconnect wait, and nothing reaches it when it returns', async () => {
       e = await startE2E({ engine });
       const rig = e.running.rigs.get(RIG)!;
       const bootWrites = rig.writes(pinOf(1)); // what one boot does to the pin (drive it off)
@@ -104,7 +108,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(e.running.core.journal.open()).toHaveLength(0);
     }, 40000);
 
-    it('a channel the board lacks is rejected with INVALID_ARGS naming the valid channels', async () => {
+    picked(engine, false)('a channel the board lacks is rejected with INVALID_ARGS naming the valid channels', async () => {
       e = await startE2E({ engine });
       const r = await e.call('relay_set', { device_id: RIG, channel: 9, on: true });
       expect(r.structuredContent).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
@@ -113,7 +117,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   });
 
   describe('a repeated request_id drives the pin once', () => {
-    it('the same request_id through MCP returns the same command and the pin is written once', async () => {
+    picked(engine, false)('the same request_id through MCP returns the same command and the pin is written once', async () => {
       e = await startE2E({ engine });
       const rig = e.running.rigs.get(RIG)!;
       const before = rig.writes(pinOf(1));
@@ -124,7 +128,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(rig.writes(pinOf(1))).toBe(before + 1);
     });
 
-    it('a duplicate command frame reaching the device replays the first result and never touches the pin', async () => {
+    picked(engine, false)('a duplicate command frame reaching the device replays the first result and never touches the pin', async () => {
       e = await startE2E({ engine });
       const rig = e.running.rigs.get(RIG)!;
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 3, on: true });
@@ -159,7 +163,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(e.running.core.devices.view(RIG)!.boot_id).not.toBe(bootBefore);
     });
 
-    it('a link drop between the result and its confirmation loses nothing: the result arrives after reconnect, once', async () => {
+    picked(engine, true)('a link drop between the result and its confirmation loses nothing: the result arrives after reconnect, once', async () => {
       e = await startE2E({ engine });
       const rig = e.running.rigs.get(RIG)!;
       let dropped = false;
@@ -178,7 +182,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(e.logs.some((l) => l.evt === 'device_offline')).toBe(true);
     });
 
-    it('a lost confirmation makes the device re-send its result after reconnect; the host records it once', async () => {
+    picked(engine, false)('a lost confirmation makes the device re-send its result after reconnect; the host records it once', async () => {
       e = await startE2E({ engine });
       const rig = e.running.rigs.get(RIG)!;
       let dropped = false;
@@ -197,7 +201,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(e.logs.filter((l) => l.command_id === final.command_id && l.phase === 'terminal')).toHaveLength(1);
     });
 
-    it('after a host restart the journal still answers get_action_status for earlier commands', async () => {
+    picked(engine, false)('after a host restart the journal still answers get_action_status for earlier commands', async () => {
       e = await startE2E({ engine });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 1, on: true });
       const rejected = (await e.call('relay_set', { device_id: 'ghost', channel: 1, on: true })).structuredContent as { command_id: string };

@@ -2,11 +2,10 @@
 // WebSocket → simulated slide running the built firmware file. A move is done when the encoder
 // says so, and a stall is reported as a stall.
 import { afterEach, describe, expect, it } from 'vitest';
-import { enginesUnderTest, rebootTest } from './helpers/engines.js';
+import { picked, rebootTest, tiersUnderTest, type Tier } from './helpers/engines.js';
 import { readFileSync } from 'node:fs';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BoardDef } from '@proofrig/protocol';
-import type { Engine } from '@proofrig/sim';
 import { startE2E, until, type E2E } from './helpers/e2e.js';
 import type { CommandStatus } from '../host/src/core/command-view.js';
 
@@ -21,7 +20,7 @@ afterEach(async () => {
   e = undefined;
 });
 
-async function homed(engine: Engine, faults: string[] = []): Promise<E2E> {
+async function homed(engine: Tier, faults: string[] = []): Promise<E2E> {
   const h = await startE2E({ engine, sims: [{ boardFile: STEPPER_BOARD }], faults, device: DEV });
   e = h; // closed by afterEach even when homing fails
   const { final } = await h.act('stepper_home', { device_id: DEV, axis: 'x' });
@@ -31,9 +30,14 @@ async function homed(engine: Engine, faults: string[] = []): Promise<E2E> {
 
 const sc = (r: CallToolResult) => r.structuredContent as unknown as CommandStatus;
 
-describe.each(enginesUnderTest())('on the %s engine', (engine) => {
+// At chip speed (the interpreter as slow as an ESP32, docs/chip-speed.md) only the scenarios without a
+// long motion run: today's firmware cannot follow a 30 mm/s move at 16 ns per instruction. Its
+// encoder callbacks (750/s) and 20 ms step tick need more CPU than the chip has: a 150 mm move ran on
+// to the hard stop at 202 mm while the device sent nothing for 6.4 s, and the host rightly ended it
+// timeout (outcome unknown). The power cut mid-move runs at chip speed in e2e-power-cycle.
+describe.each(tiersUnderTest())('on the %s engine', (engine) => {
   describe('a move ends completed only when the encoder agrees', () => {
-    it('a move to 150 mm ends completed with evidence encoder and a measured position within tolerance', async () => {
+    picked(engine, false)('a move to 150 mm ends completed with evidence encoder and a measured position within tolerance', async () => {
       e = await homed(engine);
       const { first, final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 });
       expect(first).toMatchObject({ executed: false, terminal: false });
@@ -43,7 +47,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(final.elapsed_ms).toBeLessThan(final.deadline_ms!);
     });
 
-    it('seed 002: an obstruction at 70 mm on the way to 150 mm ends failed MOTOR_STALL near 70 mm, within the deadline, and the motor stops stepping', async () => {
+    picked(engine, false)('seed 002: an obstruction at 70 mm on the way to 150 mm ends failed MOTOR_STALL near 70 mm, within the deadline, and the motor stops stepping', async () => {
       e = await homed(engine, [`${DEV}:x:stall@70`]);
       const rig = e.running.rigs.get(DEV)!;
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 });
@@ -58,7 +62,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(rig.axis('x').steps).toBe(steps);
     });
 
-    it('missed steps beyond tolerance end failed POSITION_ERROR with both positions', async () => {
+    picked(engine, false)('missed steps beyond tolerance end failed POSITION_ERROR with both positions', async () => {
       e = await homed(engine, [`${DEV}:x:missed_steps@5%`]);
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 100 });
       expect(final).toMatchObject({ state: 'failed', error_code: 'POSITION_ERROR', evidence: 'encoder', verified: false });
@@ -67,7 +71,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(final.detail).toMatch(/100/);
     });
 
-    it('a dead encoder never ends completed', async () => {
+    picked(engine, true)('a dead encoder never ends completed', async () => {
       e = await homed(engine);
       e.running.rigs.get(DEV)!.setFault('x', 'encoder_dead');
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 20 });
@@ -78,7 +82,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   });
 
   describe('a limit switch stops the axis', () => {
-    it('a move towards a closed limit switch ends failed LIMIT_HIT, and the motor is not stepping', async () => {
+    picked(engine, true)('a move towards a closed limit switch ends failed LIMIT_HIT, and the motor is not stepping', async () => {
       e = await homed(engine);
       const rig = e.running.rigs.get(DEV)!;
       rig.setFault('x', 'limit_stuck');
@@ -91,7 +95,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   });
 
   describe('refused before any step', () => {
-    it('a target outside travel is rejected with INVALID_ARGS and the step pin never runs', async () => {
+    picked(engine, false)('a target outside travel is rejected with INVALID_ARGS and the step pin never runs', async () => {
       e = await homed(engine);
       const rig = e.running.rigs.get(DEV)!;
       const steps = rig.axis('x').steps;
@@ -105,7 +109,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(rig.axis('x').steps).toBe(steps);
     });
 
-    it('a move before homing is rejected NOT_HOMED by the device', async () => {
+    picked(engine, true)('a move before homing is rejected NOT_HOMED by the device', async () => {
       e = await startE2E({ engine, sims: [{ boardFile: STEPPER_BOARD }], device: DEV });
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 10 });
       expect(final).toMatchObject({ state: 'rejected', error_code: 'NOT_HOMED', executed: false });
@@ -113,7 +117,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   });
 
   describe('stop and cancel', () => {
-    it('stop_device during a move stops it; the move ends cancelled with the measured position', async () => {
+    picked(engine, false)('stop_device during a move stops it; the move ends cancelled with the measured position', async () => {
       e = await homed(engine);
       const rig = e.running.rigs.get(DEV)!;
       const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 }));
@@ -128,7 +132,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(Math.abs(final.position_mm! - rig.axis('x').pos)).toBeLessThanOrEqual(ax.tolerance_mm);
     });
 
-    it('cancel_action on a running move stops its axis and reports the move cancelled', async () => {
+    picked(engine, false)('cancel_action on a running move stops its axis and reports the move cancelled', async () => {
       e = await homed(engine);
       const rig = e.running.rigs.get(DEV)!;
       const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 120 }));
@@ -145,7 +149,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   });
 
   describe('retries and reboots', () => {
-    it('a repeated request_id of a move does not move the slide twice', async () => {
+    picked(engine, false)('a repeated request_id of a move does not move the slide twice', async () => {
       e = await homed(engine);
       const rig = e.running.rigs.get(DEV)!;
       const a = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 30, request_id: 'move-30' });
@@ -163,7 +167,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       expect(Math.abs(rig.axis('x').pos - 10)).toBeLessThanOrEqual(ax.tolerance_mm);
     });
 
-    rebootTest(engine)('a power loss mid-move ends DEVICE_REBOOTED and the host does not resend the move', async () => {
+    rebootTest(engine, false)('a power loss mid-move ends DEVICE_REBOOTED and the host does not resend the move', async () => {
       e = await homed(engine);
       const rig = e.running.rigs.get(DEV)!;
       const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 }));
@@ -190,7 +194,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   });
 
   describe('progress', () => {
-    it('get_action_status forwards device progress as MCP progress notifications and reports the position while running', async () => {
+    picked(engine, false)('get_action_status forwards device progress as MCP progress notifications and reports the position while running', async () => {
       e = await homed(engine);
       const move = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 90 }));
       const notes: { progress: number; total?: number; message?: string }[] = [];

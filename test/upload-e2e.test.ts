@@ -18,7 +18,7 @@ import { Journal } from '../host/src/core/journal/journal.js';
 import type { CommandStatus } from '../host/src/core/command-view.js';
 import { crc32, runUploadCommand, upload, UploadError } from '../host/src/upload/index.js';
 import { mcpTransport, RELAY_BOARD, until } from './helpers/e2e.js';
-import { ESPRUINO_AVAILABLE, enginesUnderTest } from './helpers/engines.js';
+import { ESPRUINO_AVAILABLE, chipSpeedTier, enginesUnderTest, type Tier } from './helpers/engines.js';
 
 const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
 
@@ -204,7 +204,12 @@ describe('upload to a blank simulated ESP32', () => {
 });
 
 enginesUnderTest(); // prints the one-line notice when the Espruino tier is skipped
-describe.skipIf(!ESPRUINO_AVAILABLE)('upload to a freshly started Espruino interpreter (Espruino engine)', () => {
+// Not at chip speed yet: there `upload --tcp` lost .bootcde in 2 of 4 runs (EspruinoTools sends the
+// Storage writes 250 ms after reset(), and the slowed interpreter is still resetting; under
+// investigation, docs/chip-speed.md). chipSpeedTier() still prints the tier's notice when it is off.
+chipSpeedTier();
+const tiers: Tier[] = ['espruino']; // registered (and skipped) without the interpreter too
+describe.skipIf(!ESPRUINO_AVAILABLE).each(tiers)('upload to a freshly started Espruino interpreter (%s engine)', (tier) => {
   // The simulated board as it leaves the factory: the real interpreter, started on an empty folder with
   // its own --telnet console on a free port (ESPRUINO_TELNET_PORT), and nothing in Storage but `.boot0`,
   // the pin shim that stands in for the ESP32's GPIO silicon. A user's flow is the same as on a chip:
@@ -212,9 +217,10 @@ describe.skipIf(!ESPRUINO_AVAILABLE)('upload to a freshly started Espruino inter
   // the firmware, so the pins stay bound to the rig model across the upload.
   it('upload --tcp writes and verifies both files, and the firmware it booted completes relay_set with aux_contact evidence through the host', async () => {
     const db = tempDb();
-    running = await serve({ db, port: 0, sims: [], logger: pino({ level: 'silent' }), heartbeatMs: 400, offlineGraceMs: 8000 });
+    // At chip speed the production heartbeat, as in helpers/e2e.ts.
+    running = await serve({ db, port: 0, sims: [], logger: pino({ level: 'silent' }), heartbeatMs: tier === 'chip-speed' ? 2000 : 400, offlineGraceMs: 8000 });
     const port = await freePort();
-    rig = new SimRig({ engine: 'espruino', telnetPort: port, seed: 11 });
+    rig = new SimRig({ engine: 'espruino', telnetPort: port, seed: 11, chipSpeed: tier === 'chip-speed' });
     rig.boot();
     const esp = rig.espruino!;
     await until(() => esp.evaluate('1', 500).then((v) => v === 1), 20000, 'the interpreter and its pin shim up');

@@ -120,6 +120,7 @@ export function buildCli(verbs?: Verbs): Command {
         .choices(['vm', 'espruino'])
         .default('vm'),
     )
+    .option('--chip-speed', 'with --engine espruino: run each interpreter no faster than an ESP32 (a CPU quota on its process, calibrated on this machine; needs root and the cgroup v1 cpu controller)', false)
     .option('--db <path>', 'journal database file', DEFAULT_DB)
     .addOption(new Option('--heartbeat-ms <ms>', 'heartbeat period asked of devices').default(2000).argParser(intOption('--heartbeat-ms', 50, 600000)))
     .addOption(new Option('--retain-days <days>', 'prune terminal commands older than this from the journal (hourly; open ones never)').default(30).argParser(intOption('--retain-days', 1, 36500)))
@@ -194,6 +195,7 @@ export function buildCli(verbs?: Verbs): Command {
         consolePort: o.consolePort,
         xiaozhi: o.xiaozhi,
         engine: o.engine,
+        chipSpeed: o.chipSpeed,
         retention: { maxAgeMs: o.retainDays * 86400000, maxCommands: o.retainCommands },
       });
       running = await started;

@@ -56,6 +56,8 @@ export interface ServeOptions extends HttpLimits {
   xiaozhiBackoff?: { minMs: number; maxMs: number; healthyMs: number };
   /** Where the simulated rigs' firmware runs: 'vm' (default) or 'espruino' (PROOFRIG_ESPRUINO). */
   engine?: Engine;
+  /** With engine 'espruino': run each interpreter no faster than an ESP32 (a CPU quota per process, calibrated here). */
+  chipSpeed?: boolean;
   /** Longest the tools wait for the simulated rigs to come online at start (default 10000). */
   simBootWaitMs?: number;
   /** The option that sets the port, for the message when it is taken (default "--http"). */
@@ -103,6 +105,9 @@ export async function serve(o: ServeOptions): Promise<Running> {
   const engine = o.engine ?? 'vm';
   if (engine !== 'vm' && engine !== 'espruino') throw new Error(`--engine must be vm or espruino, got "${String(engine)}"`);
   if (simLib && engine === 'espruino') simLib.espruinoBinary(); // a clear error before anything starts
+  if (o.chipSpeed && engine !== 'espruino') throw new Error('--chip-speed needs --engine espruino');
+  const noChip = simLib && o.chipSpeed ? simLib.chipSpeedUnavailable() : undefined;
+  if (noChip) throw new Error(noChip);
   const faults = (o.faults ?? []).map((f) => {
     const { parseFault, resolveFault } = simLib!;
     const p = parseFault(f);
@@ -193,6 +198,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
       core.expect(s.id, bootWait);
       const rig = new simLib!.SimRig({
         engine,
+        chipSpeed: o.chipSpeed,
         firmwarePath: firmware,
         config: { dev: s.id, secret, host: `ws://127.0.0.1:${http.port}${DEVICE_PATH}`, board: s.board },
         clock: o.clock,
@@ -200,6 +206,8 @@ export async function serve(o: ServeOptions): Promise<Running> {
         console: (line) => o.logger.debug({ evt: 'sim_console', device_id: s.id, line }, 'firmware console'),
       });
       rigs.set(s.id, rig);
+      const chip = rig.espruino?.chipSpeed;
+      if (chip) o.logger.info({ evt: 'chip_speed', device_id: s.id, ...chip }, `simulated rig ${s.id} at chip speed: ${(chip.share * 100).toFixed(2)} % of a CPU (quota ${chip.quotaUs} µs per ${chip.periodUs} µs)`);
     }
     for (const f of faults) rigs.get(f.device)!.setFault(f.part, f.fault as never, f.where);
     for (const rig of rigs.values()) rig.boot();

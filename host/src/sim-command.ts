@@ -10,7 +10,7 @@ import { Journal } from './core/journal/journal.js';
 import { FIRMWARE_FILE } from './paths.js';
 import net from 'node:net';
 import { loadBoard } from './board-command.js';
-import type { Engine, SimRig } from '@proofrig/sim';
+import type { ChipSpeed, Engine, SimRig } from '@proofrig/sim';
 import { untilSignal } from './signals.js';
 
 interface Out {
@@ -27,6 +27,8 @@ export interface SimCommandOptions {
   seed?: number;
   quiet?: boolean;
   engine?: Engine;
+  /** With engine espruino: run the interpreter no faster than an ESP32 (a CPU quota, calibrated here). */
+  chipSpeed?: boolean;
 }
 
 export interface SimCommandDeps {
@@ -58,6 +60,7 @@ export function registerSimCommand(program: Command, deps: SimCommandDeps = {}):
         .choices(['vm', 'espruino'])
         .default('vm'),
     )
+    .option('--chip-speed', 'with --engine espruino: run the interpreter no faster than an ESP32 (a CPU quota on its process, calibrated on this machine; needs root and the cgroup v1 cpu controller)', false)
     .action(async (o: SimCommandOptions) => {
       const code = await runSimCommand(o, deps);
       (deps.setExitCode ?? ((c: number) => void (process.exitCode = c)))(code);
@@ -84,14 +87,17 @@ export async function runSimCommand(o: SimCommandOptions, deps: SimCommandDeps =
   const deviceId = o.deviceId ?? board.id;
   if (!isId(deviceId)) return fail('BAD_OPTION', `--device-id ${JSON.stringify(deviceId)}: must be 1-64 characters of A-Z a-z 0-9 _ . : -`, 2);
 
-  const { SimRig, espruinoBinary } = await import('@proofrig/sim');
+  const { SimRig, espruinoBinary, chipSpeedUnavailable } = await import('@proofrig/sim');
   const print = o.quiet ? undefined : (line: string) => stdout.write(`[esp32] ${line}\n`);
+  if (o.chipSpeed && o.engine !== 'espruino') return fail('BAD_OPTION', '--chip-speed needs --engine espruino', 2);
   if (o.engine === 'espruino') {
     try {
       espruinoBinary();
     } catch (e) {
       return fail('NO_ESPRUINO', (e as Error).message, 2);
     }
+    const why = o.chipSpeed ? chipSpeedUnavailable() : undefined;
+    if (why) return fail('NO_CHIP_SPEED', why, 2);
     return runOnEspruino(o, board, deviceId, print, deps, SimRig);
   }
   const rig = new SimRig({ seed: o.seed, console: print });
@@ -160,11 +166,21 @@ async function runOnEspruino(
       }
     }
   }
-  const rig = new Rig({ engine: 'espruino', telnetPort: port, seed: o.seed, console: print, config, firmwarePath: o.blank ? undefined : FIRMWARE_FILE });
+  const rig = new Rig({
+    engine: 'espruino',
+    telnetPort: port,
+    seed: o.seed,
+    console: print,
+    config,
+    firmwarePath: o.blank ? undefined : FIRMWARE_FILE,
+    chipSpeed: o.chipSpeed,
+  });
   rig.boot();
+  const chip = rig.espruino?.chipSpeed;
   stdout.write(
     [
       `simulated ESP32 on the real Espruino interpreter (${o.blank ? 'blank: Espruino only, empty Storage' : `proofrig firmware, device ${deviceId}, dialling ${o.host}`}), rig ${board.id}`,
+      ...(chip ? [`  at chip speed: ${chipSpeedText(chip)}`] : []),
       `  Espruino console: tcp://127.0.0.1:${port}`,
       '  Ctrl-C stops it.',
     ].join('\n') + '\n',
@@ -183,4 +199,9 @@ function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+/** One line on the chip-speed calibration, for the banners of `sim` and `serve`. */
+export function chipSpeedText(c: ChipSpeed): string {
+  return `this machine ${c.machineNs.toFixed(3)} ns per interpreter instruction, chip ${c.chipNs} ns: a quota of ${c.quotaUs} µs per ${c.periodUs} µs (${(c.share * 100).toFixed(2)} % of a CPU)`;
 }

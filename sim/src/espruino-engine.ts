@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { BoardDef, RigConfig } from '@proofrig/protocol';
 import { BOOT_CODE_FILE, CONFIG_FILE } from '@proofrig/protocol';
 import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
+import { ChipCgroup, type ChipSpeed } from './chip-speed.js';
 import { shimSource } from './espruino-shim.js';
 import type { Gpio, Level, PinMode } from './gpio.js';
 import type { SimLink } from './link.js';
@@ -51,6 +52,8 @@ export interface EspruinoEngineDeps {
   onBoard?: (board: BoardDef | undefined) => void;
   /** Integrate the rig's motion up to clock time t (ms), so every edge before t has been emitted. */
   catchUp?: (t: number) => void;
+  /** Run the interpreter at this chip speed: a CPU quota on its process (chip-speed.ts); the install runs unthrottled. */
+  chipSpeed?: ChipSpeed;
 }
 
 interface Watch {
@@ -82,6 +85,7 @@ export class EspruinoEngine {
   private evals: ((v: unknown) => void)[] = [];
   private readonly unsubscribe: () => void;
   private disposed = false;
+  private cgroup: ChipCgroup | undefined;
   /** Processes started (boots), for tests. */
   starts = 0;
 
@@ -108,7 +112,8 @@ export class EspruinoEngine {
     if (this.disposed) return;
     const args = this.deps.telnetPort !== undefined ? ['--telnet'] : [];
     const env = { ...process.env, ESPRUINO_TELNET_PORT: String(this.deps.telnetPort ?? 2323) };
-    const child = spawnInterpreter(this.deps.binary, args, { cwd: this.dir, env });
+    if (this.deps.chipSpeed && !this.cgroup) this.cgroup = new ChipCgroup(this.deps.chipSpeed);
+    const child = spawnInterpreter(this.deps.binary, args, { cwd: this.dir, env }, this.cgroup);
     this.starts++;
     this.child = child;
     this.dropEdges();
@@ -120,6 +125,8 @@ export class EspruinoEngine {
     child.stderr!.on('data', () => {}); // the Linux build's own warnings
     child.on('error', (e) => this.deps.print(`sim: cannot start the Espruino interpreter ${this.deps.binary}: ${e.message}`));
     child.on('exit', (code, signal) => {
+      // Disposed (the power cut may have come first): the cgroup can go once its interpreter left it.
+      if (this.disposed) this.cgroup?.remove();
       if (this.child !== child) return;
       this.child = undefined;
       this.deps.print(`sim: the Espruino interpreter exited (${signal ?? code})`);
@@ -143,9 +150,21 @@ export class EspruinoEngine {
     this.evals = [];
   }
 
+  /** The chip-speed calibration (undefined at full speed). */
+  get chipSpeed(): ChipSpeed | undefined {
+    return this.deps.chipSpeed;
+  }
+
+  /** The chip-speed cgroup of the interpreter, once started (undefined at full speed). */
+  get chipCgroup(): ChipCgroup | undefined {
+    return this.cgroup;
+  }
+
   dispose(): void {
     this.disposed = true;
     this.kill();
+    // Gone now if no interpreter is left in it, else when the killed one exits (start()'s exit handler).
+    this.cgroup?.remove();
     this.unsubscribe();
     this.pinServer?.close();
     this.proxy?.close();
@@ -480,10 +499,11 @@ export class EspruinoEngine {
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
 const live = new Set<ChildProcess>();
 let exitHook = false;
-function spawnInterpreter(bin: string, args: string[], o: { cwd: string; env?: NodeJS.ProcessEnv }): ChildProcess {
-  const c = SETPRIV
-    ? spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', bin, ...args], { ...o, stdio: ['pipe', 'pipe', 'pipe'] })
-    : spawn(bin, args, { ...o, stdio: ['pipe', 'pipe', 'pipe'] });
+function spawnInterpreter(bin: string, args: string[], o: { cwd: string; env?: NodeJS.ProcessEnv }, cgroup?: ChipCgroup): ChildProcess {
+  let [cmd, argv] = SETPRIV ? [SETPRIV, ['--pdeathsig', 'KILL', '--', bin, ...args]] : [bin, args];
+  // At chip speed the process joins its cgroup before it execs the interpreter: not one instruction unthrottled.
+  if (cgroup) [cmd, argv] = cgroup.wrap(cmd, argv);
+  const c = spawn(cmd, argv, { ...o, stdio: ['pipe', 'pipe', 'pipe'] });
   live.add(c);
   c.on('exit', () => live.delete(c));
   if (!exitHook) {

@@ -29,3 +29,4 @@ export { SOCKET_ERRORS, NET_CHUNK_SIZE } from './net.js';
 export { WIFI_CONNECT_MS } from './wifi.js';
 export type { Gpio, PinMode, PwmState, Level } from './gpio.js';
 export { Fabric, NO_FAULTS, type FabricFaults, type FabricEvent, type FabricDirection } from './fabric.js';
+export { calibrate, chipSpeedUnavailable, quotaFor, ChipCgroup, CHIP_NS_PER_INSTRUCTION, type ChipSpeed } from './chip-speed.js';

@@ -13,6 +13,7 @@ import { SAVED_STATE_FILE, SimConsole, type SimConsoleOptions } from './console.
 import { createFirmwareContext } from './context.js';
 import { resolveFault, type AxisFault, type AxisFaultSpec, type RelayFault } from './faults.js';
 import { Gpio, isValidPin } from './gpio.js';
+import { calibrate, chipSpeedUnavailable } from './chip-speed.js';
 import { EspruinoEngine, espruinoBinary, readFirmware } from './espruino-engine.js';
 import { DEFAULT_DROP_MS, SimLink, type DropDirection } from './link.js';
 import { defaultConnect, type ConnectFn } from './net.js';
@@ -47,6 +48,11 @@ export interface SimRigOptions {
   espruino?: string;
   /** Espruino engine: serve the interpreter's own console with --telnet on this loopback port. */
   telnetPort?: number;
+  /**
+   * Espruino engine: run the interpreter no faster than an ESP32 (a CPU quota on its process,
+   * calibrated on this machine: chip-speed.ts). Throws, saying why, where a quota cannot be set.
+   */
+  chipSpeed?: boolean;
 }
 
 /** The two engines a rig's firmware can run on. */
@@ -105,10 +111,15 @@ export class SimRig extends EventEmitter {
     if (opts.config) this.storage.write(CONFIG_FILE, JSON.stringify(opts.config));
     const engine = opts.engine ?? 'vm';
     if (engine !== 'vm' && engine !== 'espruino') throw new Error(`SimRig: engine must be 'vm' or 'espruino', got ${String(engine)}`);
+    if (opts.chipSpeed && engine !== 'espruino') throw new Error('SimRig: chip speed needs the Espruino engine');
     if (engine === 'espruino') {
       if (this.clock !== realClock) throw new Error('SimRig: the Espruino engine runs in real time; it cannot use a virtual clock');
+      const binary = opts.espruino ?? espruinoBinary();
+      const why = opts.chipSpeed ? chipSpeedUnavailable() : undefined;
+      if (why) throw new Error(`SimRig: ${why}`);
       this.esp = new EspruinoEngine({
-        binary: opts.espruino ?? espruinoBinary(),
+        binary,
+        chipSpeed: opts.chipSpeed ? calibrate(binary) : undefined,
         gpio: this.gpio,
         clock: this.clock,
         link: this.link,

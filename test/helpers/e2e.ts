@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { serve, type Running } from '../../host/src/serve.js';
 import type { CommandStatus } from '../../host/src/core/command-view.js';
-import type { Engine } from '@proofrig/sim';
+import { engineOf, type Tier } from './engines.js';
 
 export const RELAY_BOARD = new URL('../../boards/relay-rig-4ch.json', import.meta.url).pathname;
 export const RIG = 'relay-rig-4ch';
@@ -46,7 +46,7 @@ export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what
 }
 
 export async function startE2E(
-  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Engine; firmwareFile?: string; offlineGraceMs?: number; heartbeatMs?: number; confirmAtHost?: HostConfirm; exposure?: Exposure } = {},
+  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Tier; firmwareFile?: string; offlineGraceMs?: number; heartbeatMs?: number; confirmAtHost?: HostConfirm; exposure?: Exposure } = {},
 ): Promise<E2E> {
   const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
   const logs: Record<string, unknown>[] = [];
@@ -58,7 +58,8 @@ export async function startE2E(
   });
   const logger = pino({ level: 'debug' }, sink);
   // A real interpreter starts as a process (and installs its Storage on first boot): more time, not less rigour.
-  const slow = o.engine === 'espruino';
+  const engine = o.engine === undefined ? undefined : engineOf(o.engine);
+  const slow = engine === 'espruino';
   const start = async () => {
     const running = await serve({
       db,
@@ -69,10 +70,14 @@ export async function startE2E(
       logger,
       // A real interpreter answers from its own event loop, which idles up to 50 ms between polls of
       // its sockets (Linux build), on a machine shared by several runs: give it a slower heartbeat.
-      heartbeatMs: o.heartbeatMs ?? (o.engine === 'espruino' ? 400 : 150),
+      // At chip speed the production default (2000 ms): every frame in and out costs today's firmware
+      // millions of instructions (ws masking and MACs in JavaScript), tenths of a second on an ESP32,
+      // and a 400 ms heartbeat leaves a stepper rig no time for its command (docs/chip-speed.md).
+      heartbeatMs: o.heartbeatMs ?? (o.engine === 'chip-speed' ? 2000 : engine === 'espruino' ? 400 : 150),
       offlineGraceMs: o.offlineGraceMs ?? 8000,
       seed: 7,
-      engine: o.engine,
+      engine,
+      chipSpeed: o.engine === 'chip-speed',
       confirmAtHost: o.confirmAtHost,
       exposure: o.exposure,
     });

@@ -1,9 +1,12 @@
 // Which engines the end-to-end suites run on: always the vm; the real Espruino interpreter when
 // PROOFRIG_ESPRUINO names one. In CI the Espruino tier is required: a missing interpreter fails the
-// run instead of skipping it quietly.
+// run instead of skipping it quietly. The chip-speed tier (the interpreter under a CPU quota that
+// makes it as slow as an ESP32, sim/src/chip-speed.ts) runs with PROOFRIG_CHIP_SPEED=1 and in CI
+// (PROOFRIG_CHIP_SPEED=0 turns it off); where no quota can be set it is skipped with a notice, and
+// in CI that fails the run.
 import { existsSync } from 'node:fs';
 import { it } from 'vitest';
-import type { Engine } from '@proofrig/sim';
+import { chipSpeedUnavailable, type Engine } from '@proofrig/sim';
 
 const bin = process.env.PROOFRIG_ESPRUINO;
 export const ESPRUINO_AVAILABLE = !!bin && existsSync(bin);
@@ -12,6 +15,47 @@ if (!ESPRUINO_AVAILABLE && process.env.CI)
   throw new Error(
     `CI requires the Espruino tier: PROOFRIG_ESPRUINO=${bin ?? '(unset)'} is not an interpreter; .ci/run builds one with ../shared/espruino/build.sh`,
   );
+
+/** A tier of the end-to-end suites: an engine, or 'chip-speed' (the Espruino engine under a chip-speed CPU quota). */
+export type Tier = Engine | 'chip-speed';
+
+const chipWanted = process.env.PROOFRIG_CHIP_SPEED === '1' || (!!process.env.CI && process.env.PROOFRIG_CHIP_SPEED !== '0');
+const chipWhyNot = !chipWanted ? undefined : !ESPRUINO_AVAILABLE ? 'it needs the Espruino interpreter (PROOFRIG_ESPRUINO)' : chipSpeedUnavailable();
+/** The chip-speed tier runs in this process. */
+export const CHIP_SPEED = chipWanted && !chipWhyNot;
+
+if (chipWanted && chipWhyNot && process.env.CI) throw new Error(`CI requires the chip-speed tier, and here ${chipWhyNot}`);
+
+let chipNoticed = false;
+/** The chip-speed tier as a list for describe.each: ['chip-speed'], or [] (with a one-line notice once) when it does not run. */
+export function chipSpeedTier(): Tier[] {
+  if (CHIP_SPEED) return ['chip-speed'];
+  if (!chipNoticed) {
+    chipNoticed = true;
+    console.log(
+      chipWanted
+        ? `Chip-speed tier skipped: ${chipWhyNot}`
+        : 'Chip-speed tier off: set PROOFRIG_CHIP_SPEED=1 (as root, with the cgroup v1 cpu controller) to also run the end-to-end scenarios on an interpreter slowed to an ESP32',
+    );
+  }
+  return [];
+}
+
+/** The engine a tier runs on. */
+export function engineOf(tier: Tier): Engine {
+  return tier === 'chip-speed' ? 'espruino' : tier;
+}
+
+/**
+ * The end-to-end tiers for a suite that runs a chosen few of its specs at chip speed as well:
+ * `picked(tier, yes)` is `it` on the other tiers, and at chip speed `it` when picked, else `it.skip`.
+ */
+export function tiersUnderTest(): Tier[] {
+  return [...enginesUnderTest(), ...chipSpeedTier()];
+}
+export function picked(tier: Tier, atChipSpeed: boolean): typeof it | typeof it.skip {
+  return tier === 'chip-speed' && !atChipSpeed ? it.skip : it;
+}
 
 let noticed = false;
 /** The engines to run a suite on (prints the one-line notice once when the Espruino tier is skipped). */
@@ -32,7 +76,11 @@ export function enginesUnderTest(): Engine[] {
  */
 export const BOOT_ID_REPEATS_ON_ESPRUINO = false;
 
-/** `it` for a test that power-cycles the rig; `it.fails` on the Espruino engine while the boot id repeats. */
-export function rebootTest(engine: Engine): typeof it | typeof it.fails {
-  return engine === 'espruino' && BOOT_ID_REPEATS_ON_ESPRUINO ? it.fails : it;
+/**
+ * `it` for a test that power-cycles the rig; `it.fails` on the Espruino engine while the boot id
+ * repeats; `it.skip` at chip speed unless picked (see `picked`).
+ */
+export function rebootTest(engine: Tier, atChipSpeed = true): typeof it | typeof it.fails | typeof it.skip {
+  if (engine === 'chip-speed' && !atChipSpeed) return it.skip;
+  return engineOf(engine) === 'espruino' && BOOT_ID_REPEATS_ON_ESPRUINO ? it.fails : it;
 }
