@@ -26,6 +26,9 @@ export const WS_TOO_BIG = -1;
 /** Reserved bits set, or a control frame that is fragmented or longer than 125 (close 1002). */
 export const WS_BAD = -2;
 
+/** 16 zero bytes: wsMask pads with PAD.substr(n & 15) to a multiple of 16. */
+const PAD = '\0'.repeat(16);
+
 /**
  * XOR bytes of d with the 4-byte key found at k[o..o+3] (WebSocket masking, HMAC key pads). On
  * Espruino, four bytes at a time in a Uint32Array with native conversions: a per-byte loop took
@@ -35,13 +38,20 @@ export const WS_BAD = -2;
 export function wsMask(d: string, k: string, o: number): string {
   const n = d.length;
   if (typeof E !== 'undefined' && E.toUint8Array) {
-    const a = new Uint8Array((n + 3) & ~3);
-    a.set(E.toUint8Array(d));
+    // Padded to a whole number of 16-byte blocks, then XORed a word at a time, four words per turn.
+    const a = E.toUint8Array(n & 15 ? d + PAD.substr(n & 15) : d);
     const w = new Uint32Array(a.buffer);
     // Little-endian (ESP32, x86): byte j of a word is key byte j.
     const m = k.charCodeAt(o) | (k.charCodeAt(o + 1) << 8) | (k.charCodeAt(o + 2) << 16) | (k.charCodeAt(o + 3) << 24);
-    for (let i = 0; i < w.length; i++) w[i] ^= m;
-    return E.toString(new Uint8Array(a.buffer, 0, n));
+    const L = w.length;
+    for (let i = 0; i < L; i += 4) {
+      w[i] ^= m;
+      w[i + 1] ^= m;
+      w[i + 2] ^= m;
+      w[i + 3] ^= m;
+    }
+    const r = E.toString(a);
+    return n & 15 ? r.substr(0, n) : r;
   }
   let r = '';
   for (let i = 0; i < n; i++) r += String.fromCharCode(d.charCodeAt(i) ^ k.charCodeAt(o + (i & 3)));
