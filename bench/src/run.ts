@@ -25,6 +25,7 @@ import { Checkpointer } from '../../host/src/core/checkpointer.js';
 import { newSecret } from '../../host/src/core/ids.js';
 import { findToken } from '../../host/src/call.js';
 import { consoleMemoryReading } from '../../test/helpers/memory-load.js';
+import { firmwareCostRows } from './firmware-cost.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'bench', 'dist');
@@ -798,6 +799,7 @@ async function firmwarePart(): Promise<void> {
       row({ group: 'firmware', what: 'real Espruino: firmware load + boot (no config) time', value: r.loadMs, unit: 'ms', baseline: '—', base: NaN });
       row({ group: 'firmware', what: 'real Espruino: JsVars used after load (process.memory().usage)', value: r.usage, unit: 'vars', baseline: 'process.memory().total', base: r.total });
       await espruinoCommands();
+      await firmwareCostRows(row, notes);
     }
   } else notes.push('PROOFRIG_ESPRUINO not set: no real-interpreter figures.');
 }

@@ -17,6 +17,8 @@ const pend: boolean[] = [];
 /** Order the slot was taken (for eviction) and the order its result was decided (for re-sending). */
 const born: number[] = [];
 const fin: number[] = [];
+/** Taken slots, oldest first: eviction looks at the front only (no scan of every slot per command). */
+let ord: number[] = [];
 let seq = 0;
 
 /** Empty every slot (at boot; tests call it between cases). */
@@ -29,14 +31,14 @@ export function ringReset(): void {
     born[i] = 0;
     fin[i] = 0;
   }
+  ord = [];
   seq = 0;
 }
 ringReset();
 
-/** Slot holding this rid, or -1. */
+/** Slot holding this rid, or -1. Free slots hold '' (never a rid); Array indexOf is native on Espruino. */
 export function ringFind(r: string): number {
-  for (let i = 0; i < N; i++) if (st[i] !== FREE && rid[i] === r) return i;
-  return -1;
+  return r ? rid.indexOf(r) : -1;
 }
 
 /**
@@ -44,15 +46,20 @@ export function ringFind(r: string): number {
  * one. -1 when every slot is running or awaits rack: the caller must refuse the command.
  */
 export function ringAdd(r: string): number {
-  let v = -1;
-  for (let i = 0; i < N; i++) {
-    if (st[i] === FREE) {
-      v = i;
-      break;
+  let v = st.indexOf(FREE);
+  if (v < 0) {
+    // ord is in the order slots were taken: the first done and confirmed one is the oldest.
+    for (let k = 0; k < ord.length; k++) {
+      const i = ord[k];
+      if (st[i] === DONE && !pend[i]) {
+        v = i;
+        ord.splice(k, 1);
+        break;
+      }
     }
-    if (st[i] === DONE && !pend[i] && (v < 0 || born[i] < born[v])) v = i;
+    if (v < 0) return -1;
   }
-  if (v < 0) return -1;
+  ord.push(v);
   rid[v] = r;
   st[v] = RUNNING;
   res[v] = '';

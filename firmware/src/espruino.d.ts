@@ -38,6 +38,8 @@ declare var E: {
   toString(data: ArrayBuffer | Uint8Array): string;
   /** A byte string as bytes. */
   toUint8Array?: (s: string) => Uint8Array;
+  /** An ArrayBuffer over the string's own bytes (Espruino: a reference, not a copy). */
+  toArrayBuffer?: (s: string) => ArrayBuffer;
   /** Reset the chip when the idle loop is not reached for `timeout` s (auto-kicked there unless isAuto is false). */
   enableWatchdog?: (timeout: number, isAuto?: boolean) => void;
 };

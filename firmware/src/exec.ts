@@ -14,6 +14,9 @@ import { linkSend, linkSendJson, linkUp } from './link';
 
 /** Actions by name. */
 const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP, ESTOP_CLEAR];
+/** Their names, in the same order (a native indexOf finds one). */
+const NAMES: string[] = [];
+for (let k = 0; k < ACTIONS.length; k++) NAMES.push(ACTIONS[k].n);
 /** Device events (interlocks) take ring slots under ids of this prefix, which commands may not use. */
 const EV = 'ev:';
 let evn = 0;
@@ -79,8 +82,8 @@ function reject(slot: number, code: ErrorCode, msg: string): void {
 }
 
 function findAction(a: string): Action | null {
-  for (let i = 0; i < ACTIONS.length; i++) if (ACTIONS[i].n === a) return ACTIONS[i];
-  return null;
+  const i = NAMES.indexOf(a);
+  return i < 0 ? null : ACTIONS[i];
 }
 
 function onCmd(f: CommandFrame): void {

@@ -12,7 +12,7 @@ import {
 import { wsClose, wsCtlAt, wsInit, wsIsOpen, wsOpen, wsSend } from './ws';
 import type { HmacKey } from './sha256';
 import { hmac, hmacKey, same, toHex } from './sha256';
-import { utf8Dec, utf8Enc } from './utf8';
+import { JSON_ESCAPES, utf8Dec, utf8Enc } from './utf8';
 import { r32 } from './rand';
 import { nonce, secretKey } from './ident';
 import { nowMs, upMs } from './clock';
@@ -67,13 +67,14 @@ function fmac(dir: string, bytes: string): string {
 /** Send an already serialised frame if the WebSocket is open; sealed once the link is up. */
 export function linkSendJson(j: string): void {
   if (!wsIsOpen()) return;
+  // j always comes from JSON.stringify: where that escapes every non-ASCII char (Espruino) it is its own UTF-8.
   if (ph !== 3) {
-    wsSend(utf8Enc(j));
+    wsSend(JSON_ESCAPES ? j : utf8Enc(j));
     return;
   }
   // The counter is spent only once the MAC exists: a MAC that fails (out of memory) must not leave
   // a gap the host would take for a lost frame and refuse everything after.
-  const b = utf8Enc(withCounter(j, txN + 1));
+  const b = JSON_ESCAPES ? withCounter(j, txN + 1) : utf8Enc(withCounter(j, txN + 1));
   const sealed = seal(b, fmac(DEVICE_DIR, b));
   txN++;
   wsSend(sealed);
@@ -193,6 +194,17 @@ function unsealFail(s: string): string {
   return '';
 }
 
+/** A command, rack or query from the welcomed host to the executor; what it throws is answered, not raised. */
+function deliver(f: ToDeviceFrame): void {
+  try {
+    onFrame(f);
+  } catch (e) {
+    const o: Record<string, unknown> = { t: 'err', code: 'INTERNAL', msg: 'device failed handling ' + f.t + ': ' + clip('' + e, 200) };
+    if (f.t === 'cmd' || f.t === 'rack') o.ref = f.rid;
+    linkSend(o);
+  }
+}
+
 function dispatch(s: string): void {
   if (ph === 3) {
     const why = unsealFail(s);
@@ -215,6 +227,13 @@ function dispatch(s: string): void {
     return;
   }
   const f = r.f;
+  const t = f.t;
+  // The frames of every command first: one test, then straight to the executor.
+  if (t === 'cmd' || t === 'rack' || t === 'q') {
+    if (ph === 3) deliver(f);
+    return;
+  }
+  if (t === 'hb') return;
   if (f.t === 'err') {
     log('host says ' + f.code + ': ' + clip(f.msg, 200));
     if (f.code === 'AUTH_FAILED' || f.code === 'PROTOCOL_VERSION') down('refused by the host', true);
@@ -229,14 +248,6 @@ function dispatch(s: string): void {
     const why = 'the host could not prove it knows the secret';
     linkSend({ t: 'err', code: 'AUTH_FAILED', msg: why });
     down(why, true);
-  } else if (ph === 3 && f.t !== 'hb') {
-    try {
-      onFrame(f);
-    } catch (e) {
-      const o: Record<string, unknown> = { t: 'err', code: 'INTERNAL', msg: 'device failed handling ' + f.t + ': ' + clip('' + e, 200) };
-      if (f.t === 'cmd' || f.t === 'rack') o.ref = f.rid;
-      linkSend(o);
-    }
   }
 }
 

@@ -8,6 +8,8 @@ import { pinInput, pinOutput, pinRead, pinWrite } from './hal';
 import { nowMs } from './clock';
 
 let RL: RelayDef[] = [];
+/** Channel numbers, indexed like RL (a native indexOf finds a channel). */
+let CHS: number[] = [];
 /** Level last commanded (true = on), null until the first command since boot. */
 const CMD: (boolean | null)[] = [];
 /** Ring slot of the command executing on the channel, -1 when idle. */
@@ -31,8 +33,7 @@ function onLevel(r: RelayDef): number {
 }
 
 function idx(ch: unknown): number {
-  for (let i = 0; i < RL.length; i++) if (RL[i].ch === ch) return i;
-  return -1;
+  return CHS.indexOf(ch as number);
 }
 
 function settle(i: number): void {
@@ -124,12 +125,14 @@ export function relayAllOff(): void {
 /** Drive every relay output to its off level and set up the feedback inputs. */
 export function relayInit(b: BoardDef, d: Done, e: (k: 'max_on', ch: number, msg: string) => void): void {
   RL = b.relays;
+  CHS = [];
   done = d;
   ev = e;
   for (let i = 0; i < RL.length; i++) {
     const r = RL[i];
     pinOutput(r.pin, onLevel(r) ^ 1);
     if (r.feedback.kind === 'aux_contact') pinInput(r.feedback.pin, r.feedback.pull);
+    CHS.push(r.ch);
     CMD[i] = null;
     SLOT[i] = -1;
     LV[i] = onLevel(r) ^ 1;

@@ -8,7 +8,7 @@ import {
   wsDecode, wsEncode, wsLen, wsRequest, wsResponse, wsUrl,
 } from './wscodec';
 import { MEM_CHECK_MIN, memFree, memNeed } from './mem';
-import { randBytes } from './rand';
+import { randBytes, randMask } from './rand';
 import { nowMs } from './clock';
 
 /** Longest upgrade response header we wait for. */
@@ -56,7 +56,7 @@ function raw(bytes: string): void {
 }
 
 function ctl(op: number, payload: string): void {
-  raw(wsEncode(op, payload, randBytes(4)));
+  raw(wsEncode(op, payload, randMask()));
 }
 
 /** Close on purpose: a close frame if the link is open, then end the socket. No onClose. */
@@ -86,7 +86,7 @@ function dead(why: string, code?: number): void {
 /** Send a text message given as its UTF-8 bytes. false when the link is not open or the message is over 65535 bytes. */
 export function wsSend(bytes: string): boolean {
   if (st !== 3) return false;
-  const f = wsEncode(OP_TEXT, bytes, randBytes(4));
+  const f = wsEncode(OP_TEXT, bytes, randMask());
   if (!f) {
     log('message of ' + bytes.length + ' bytes is too long for one frame; not sent');
     return false;

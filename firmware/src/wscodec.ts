@@ -26,6 +26,22 @@ export const WS_TOO_BIG = -1;
 /** Reserved bits set, or a control frame that is fragmented or longer than 125 (close 1002). */
 export const WS_BAD = -2;
 
+/** 16 zero bytes: wsMask pads with PAD.substr(n & 15) to a multiple of 16. */
+const PAD = '\0'.repeat(16);
+
+/**
+ * Does E.toArrayBuffer give a view of the string itself (Espruino: a reference, so writes through a
+ * typed array change the string) rather than of a copy (the vm simulation)? Measured on the
+ * interpreter: masking through a flat copy (E.toUint8Array, then E.toString) was a quarter of the
+ * firmware's instructions per relay command, mostly in finding room for the flat buffers.
+ */
+const IN_PLACE = ((): boolean => {
+  if (typeof E === 'undefined' || !E.toArrayBuffer) return false;
+  const c = PAD.substr(0, 4) + PAD.substr(0, 4);
+  new Uint8Array(E.toArrayBuffer(c))[0] = 65;
+  return c.charCodeAt(0) === 65;
+})();
+
 /**
  * XOR bytes of d with the 4-byte key found at k[o..o+3] (WebSocket masking, HMAC key pads). On
  * Espruino, four bytes at a time in a Uint32Array with native conversions: a per-byte loop took
@@ -34,14 +50,34 @@ export const WS_BAD = -2;
  */
 export function wsMask(d: string, k: string, o: number): string {
   const n = d.length;
+  // Little-endian (ESP32, x86): byte j of a word is key byte j.
+  const m = k.charCodeAt(o) | (k.charCodeAt(o + 1) << 8) | (k.charCodeAt(o + 2) << 16) | (k.charCodeAt(o + 3) << 24);
+  if (IN_PLACE) {
+    // A fresh copy padded to whole 16-byte blocks, XORed in place through a word view of the string
+    // itself (E.toArrayBuffer references it): no flat buffer to allocate, no copy back.
+    const c = d + PAD.substr(n & 15);
+    const w = new Int32Array((E.toArrayBuffer as (s: string) => ArrayBuffer)(c));
+    const L = w.length;
+    for (let i = 0; i < L; i += 4) {
+      w[i] ^= m;
+      w[i + 1] ^= m;
+      w[i + 2] ^= m;
+      w[i + 3] ^= m;
+    }
+    return c.substr(0, n);
+  }
   if (typeof E !== 'undefined' && E.toUint8Array) {
-    const a = new Uint8Array((n + 3) & ~3);
-    a.set(E.toUint8Array(d));
+    const a = E.toUint8Array(n & 15 ? d + PAD.substr(n & 15) : d);
     const w = new Uint32Array(a.buffer);
-    // Little-endian (ESP32, x86): byte j of a word is key byte j.
-    const m = k.charCodeAt(o) | (k.charCodeAt(o + 1) << 8) | (k.charCodeAt(o + 2) << 16) | (k.charCodeAt(o + 3) << 24);
-    for (let i = 0; i < w.length; i++) w[i] ^= m;
-    return E.toString(new Uint8Array(a.buffer, 0, n));
+    const L = w.length;
+    for (let i = 0; i < L; i += 4) {
+      w[i] ^= m;
+      w[i + 1] ^= m;
+      w[i + 2] ^= m;
+      w[i + 3] ^= m;
+    }
+    const r = E.toString(a);
+    return n & 15 ? r.substr(0, n) : r;
   }
   let r = '';
   for (let i = 0; i < n; i++) r += String.fromCharCode(d.charCodeAt(i) ^ k.charCodeAt(o + (i & 3)));

@@ -53,13 +53,18 @@ export function isActionName(a: unknown): a is ActionName {
 
 /** null when the arguments are valid for this board, else the reason (an INVALID_ARGS detail). */
 export function checkRelaySetArgs(p: Record<string, unknown>, board: BoardDef): string | null {
-  const chs: number[] = [];
-  for (let i = 0; i < board.relays.length; i++) chs.push(board.relays[i].ch);
+  // The channel list is built only for a message (the firmware runs this on every command).
   if (typeof p.ch !== 'number' || Math.floor(p.ch) !== p.ch)
-    return 'ch must be an integer channel number (' + chs.join(', ') + ')';
-  if (!findRelay(board, p.ch)) return 'ch ' + p.ch + ' does not exist on ' + board.id + '; valid channels: ' + chs.join(', ');
+    return 'ch must be an integer channel number (' + channelList(board) + ')';
+  if (!findRelay(board, p.ch)) return 'ch ' + p.ch + ' does not exist on ' + board.id + '; valid channels: ' + channelList(board);
   if (typeof p.on !== 'boolean') return 'on must be true or false';
   return null;
+}
+
+function channelList(board: BoardDef): string {
+  const chs: number[] = [];
+  for (let i = 0; i < board.relays.length; i++) chs.push(board.relays[i].ch);
+  return chs.join(', ');
 }
 
 function axesOf(board: BoardDef): string {

@@ -69,6 +69,7 @@ export function checkBoard(raw: unknown): BoardCheck {
       else if (chans.indexOf(r.ch) >= 0) errors.push(`${at}.ch: channel ${r.ch} is defined twice`);
       else chans.push(r.ch);
       if (typeof r.name !== 'string') errors.push(`${at}.name: must be a string`);
+      else checkDeviceText(r.name, `${at}.name`, errors);
       checkLabel(r.label, `${at}.label`, relayLabels, errors);
       if (!isInt(r.pin) || ESP32_GPIO.indexOf(r.pin) < 0) errors.push(`${at}.pin: GPIO${echo(r.pin)} is not a usable ESP32 GPIO`);
       else if (ESP32_INPUT_ONLY.indexOf(r.pin) >= 0) errors.push(`${at}.pin: GPIO${r.pin} is input-only and cannot drive a relay`);
@@ -114,6 +115,18 @@ export function checkBoard(raw: unknown): BoardCheck {
   return { ok: true, board: b as unknown as BoardDef, warnings };
 }
 
+/**
+ * A relay's or axis's name is text the firmware itself puts in its results and messages. Printable
+ * ASCII only: other text takes the firmware's slow text path (its UTF-8 code runs per character in
+ * JavaScript, measured at 100-250 k instructions per character on the interpreter; an ESP32 build
+ * has no Unicode strings either). Labels and the board's own name never reach the firmware's text
+ * (only the host shows them), so they may use any characters.
+ */
+function checkDeviceText(s: string, at: string, errors: string[]): void {
+  if (/[^\x20-\x7e]/.test(s))
+    errors.push(`${at}: "${s}" must be printable ASCII (the firmware sends this name in its messages; other characters take its slow text path, see docs/performance.md); keep any other spelling in the label`);
+}
+
 /** Optional label: 1-40 chars, not a bare number (that would read as a channel), unique on the board. */
 function checkLabel(label: unknown, at: string, seen: string[], errors: string[]): void {
   if (label === undefined) return;
@@ -154,6 +167,7 @@ function checkStepper(raw: unknown, at: string, axes: string[], errors: string[]
   else if (axes.indexOf(s.axis) >= 0) errors.push(`${at}.axis: axis "${s.axis}" is defined twice`);
   else axes.push(s.axis);
   if (typeof s.name !== 'string') errors.push(`${at}.name: must be a string`);
+  else checkDeviceText(s.name, `${at}.name`, errors);
   const d = s.driver;
   if (!isObj(d)) errors.push(`${at}.driver: must be an object`);
   else {

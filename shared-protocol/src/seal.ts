@@ -51,14 +51,29 @@ export function withCounter(json: string, n: number): string {
  * refusing every later frame until liveness gives up (chaos seed 3934: a deaf link lost a result).
  */
 export function counterOf(body: string): number {
-  // A backward scan over the digits (Espruino has no Array lastIndexOf, and the check cannot tell strings apart).
   const end = body.length - 1;
+  if (body.charAt(end) !== '}') return -1;
+  // Counters are short: the tag is looked for in the last 24 chars with native indexOf (no
+  // per-character loop on the device; Espruino strings have lastIndexOf but the bundle check cannot
+  // tell it from the Array one Espruino lacks). Its last occurrence there must be followed by digits
+  // only, not starting with 0, up to the brace: a digit run ending the body is preceded by the
+  // tag's last occurrence when it is preceded by the tag at all. A longer run takes the scan.
+  let k = body.indexOf(CTR_TAG, end > 24 ? end - 24 : 0);
+  if (k < 0) return counterScan(body, end);
+  for (let j = body.indexOf(CTR_TAG, k + 1); j >= 0; j = body.indexOf(CTR_TAG, j + 1)) k = j;
+  const d = body.slice(k + CTR_TAG.length, end);
+  return COUNTER.test(d) ? Number(d) : -1;
+}
+
+/** counterOf by a backward scan over the digits. */
+function counterScan(body: string, end: number): number {
   let i = end;
   while (i > 0 && body.charCodeAt(i - 1) >= 48 && body.charCodeAt(i - 1) <= 57) i--;
-  const tag = ',"' + CTR_FIELD + '":';
-  if (body.charAt(end) !== '}' || i === end || body.charAt(i) === '0' || body.slice(i - tag.length, i) !== tag) return -1;
+  if (i === end || body.charAt(i) === '0' || body.slice(i - CTR_TAG.length, i) !== CTR_TAG) return -1;
   return Number(body.slice(i, end));
 }
+const CTR_TAG = ',"' + CTR_FIELD + '":';
+const COUNTER = /^[1-9][0-9]*$/;
 
 /** The sealed frame: the body with the MAC appended as its last field. */
 export function seal(body: string, mac: string): string {

@@ -51,6 +51,22 @@ export function parseToDevice(text: unknown): ToDeviceParse {
   if (!env.ok) return env;
   const f = env.f;
   const t = f.t as string;
+  // The frames of every command (cmd, the host's hb answer to its ack, rack) are checked first with
+  // no switch: Espruino lexes through every case it skips, on every frame.
+  if (t === 'cmd') {
+    if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
+    if (typeof f.a !== 'string' || f.a.length === 0 || f.a.length > 32) return bad(t, 'a must name an action (up to 32 chars)', f.rid as string);
+    if (!isObj(f.p)) return bad(t, 'p must be an object of arguments', f.rid as string);
+  } else if (t === 'hb') {
+    if (f.ack !== undefined && !isId(f.ack)) return bad(t, 'ack ' + ID_RULE);
+  } else if (t === 'rack') {
+    if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
+  } else return parseRare(f, t);
+  return { ok: true, f: f as unknown as ToDeviceFrame };
+}
+
+/** The frames that are not part of every command: handshake, queries, errors, unknown types. */
+function parseRare(f: Record<string, unknown>, t: string): ToDeviceParse {
   switch (t) {
     case 'chal':
       if (f.v !== PROTOCOL_VERSION) return bad(t, 'protocol version ' + echo(f.v) + ' is not ' + PROTOCOL_VERSION);
@@ -60,20 +76,9 @@ export function parseToDevice(text: unknown): ToDeviceParse {
       if (!isNum(f.hb) || f.hb < 50 || f.hb > 600000) return bad(t, 'hb must be a heartbeat period of 50..600000 ms');
       if (typeof f.mac !== 'string' || f.mac.length !== 64 || !/^[0-9a-f]+$/.test(f.mac)) return bad(t, 'mac must be 64 lowercase hex chars');
       break;
-    case 'cmd':
-      if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
-      if (typeof f.a !== 'string' || f.a.length === 0 || f.a.length > 32) return bad(t, 'a must name an action (up to 32 chars)', f.rid as string);
-      if (!isObj(f.p)) return bad(t, 'p must be an object of arguments', f.rid as string);
-      break;
-    case 'rack':
-      if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
-      break;
     case 'q':
       if (!isId(f.q)) return bad(t, 'q ' + ID_RULE);
       if (f.rid !== undefined && !isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
-      break;
-    case 'hb':
-      if (f.ack !== undefined && !isId(f.ack)) return bad(t, 'ack ' + ID_RULE);
       break;
     case 'err': {
       const e = checkErr(f);
