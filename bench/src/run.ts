@@ -18,13 +18,9 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DEVICE_PATH, moveDurationS, type BoardDef } from '@proofrig/protocol';
-import { serve, type Running } from '../../host/src/serve.js';
-import { Journal } from '../../host/src/core/journal/journal.js';
-import { blankCommand, type CommandRecord } from '../../host/src/core/journal/records.js';
-import { Checkpointer } from '../../host/src/core/checkpointer.js';
-import { newSecret } from '../../host/src/core/ids.js';
-import { findToken } from '../../host/src/call.js';
-import { consoleMemoryReading } from '../../test/helpers/memory-load.js';
+import { serve, findToken, type Running } from '@proofrig/host/tools';
+import { Journal, blankCommand, Checkpointer, newSecret, type CommandRecord } from '@proofrig/host/core';
+import { consoleMemoryReading } from './memory-load.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'bench', 'dist');
