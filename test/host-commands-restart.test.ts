@@ -72,18 +72,6 @@ async function online(boot = 'boot0001', dev = 'rig1', board = 'relay-rig-4ch', 
 /** Up long enough not to have restarted since anything in these tests was sent. */
 const alive = (d: FakeDevice, up = 60_000): DeviceState => ({ ...d.state(), up });
 
-/** relay.set ch 1 as request r1 on an online rig1 (acknowledged if asked), then the link drops. */
-async function sentThenOffline(ack = false) {
-  const d = await online();
-  const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
-  await flush();
-  if (ack) d.send({ t: 'ack', rid: 'r1', st: 'accepted' });
-  await flush();
-  d.link.close();
-  await flush();
-  return s;
-}
-
 /** The device back with the same boot id: `ask()` is the host's latest question about r1, `answer` replies to it. */
 async function reconnect(boot = 'boot0001') {
   const d = await online(boot);
@@ -95,18 +83,7 @@ async function reconnect(boot = 'boot0001') {
   return { d, asks, answer };
 }
 
-/** With `before` questions about r1 so far, the host asks nothing more for `ms` - 1 ms and once more at `ms`. */
-async function askedAgainAfter(asks: () => unknown[], ms: number, before: number): Promise<void> {
-  clock.advance(ms - 1);
-  await flush();
-  expect(asks()).toHaveLength(before);
-  clock.advance(1);
-  await flush();
-  expect(asks()).toHaveLength(before + 1);
-}
-
 const notes = (id: string) => core.commands.history(id).map((e) => e.note);
-const states = (id: string) => core.commands.history(id).map((e) => e.state);
 
 describe('a host restart', () => {
   it('an open command keeps the deadline it was sent with', async () => {

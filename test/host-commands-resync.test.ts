@@ -4,14 +4,12 @@
 // host-commands-restart.test.ts. A scripted device on an in-memory link and a virtual clock.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { HostCore } from '../host/src/core/host.js';
 import { Journal } from '../host/src/core/journal/journal.js';
-import { blankCommand } from '../host/src/core/journal/records.js';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import type { BoardDef, DeviceState } from '@proofrig/protocol';
 import { FakeDevice, flush } from './helpers/fake-device.js';
@@ -22,18 +20,6 @@ const SECRET = 'a'.repeat(64);
 const T0 = 1_700_000_000_000;
 /** relay.set on channel 1 with the minimum round trip (20 ms): ceil(3·20 + 80 + 1.5·25). */
 const DEADLINE = 178;
-
-/** A journal whose next batch commit can be made to fail (a full disk, an I/O error). */
-class FailingJournal extends Journal {
-  failNext = false;
-  protected override commit(): void {
-    if (this.failNext) {
-      this.failNext = false;
-      throw new Error('disk I/O error (simulated)');
-    }
-    super.commit();
-  }
-}
 
 let clock: VirtualClock;
 let db: string;

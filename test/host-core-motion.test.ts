@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { HostCore } from '../host/src/core/host.js';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import { FakeDevice, flush } from './helpers/fake-device.js';
-import type { BoardDef, ResultFrame } from '@proofrig/protocol';
+import type { BoardDef } from '@proofrig/protocol';
 
 const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
 const SECRET = 'a'.repeat(64);
@@ -38,28 +38,6 @@ beforeEach(() => {
   core.provision('rig1', SECRET, board);
 });
 afterEach(() => core.close());
-
-async function online(boot = 'boot0001') {
-  const d = new FakeDevice(core, 'rig1', SECRET, boot);
-  await d.connect();
-  d.answerStateQuery(); // the host's initial state query
-  await flush();
-  return d;
-}
-
-/** Switch channel 1 on an online device, optionally let it acknowledge, and let the deadline pass. */
-async function pastDeadline(ack = false) {
-  const d = await online();
-  const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
-  await flush();
-  const rid = d.of('cmd')[0].rid as string;
-  if (ack) d.send({ t: 'ack', rid, st: 'accepted' });
-  clock.advance(s.deadline_ms!);
-  await flush();
-  /** The host's latest state query about this command. */
-  const query = () => d.of('q').filter((f) => f.rid === rid).at(-1)!;
-  return { d, s, rid, query };
-}
 
 describe('motion commands', () => {
   const stepperBoard: BoardDef = JSON.parse(readFileSync(new URL('../boards/stepper-rig.json', import.meta.url), 'utf8'));

@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { HostCore } from '../host/src/core/host.js';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import { FakeDevice, flush } from './helpers/fake-device.js';
-import type { BoardDef, ResultFrame } from '@proofrig/protocol';
+import type { BoardDef } from '@proofrig/protocol';
 
 const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
 const SECRET = 'a'.repeat(64);

@@ -8,12 +8,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BoardDef, DeviceState } from '@proofrig/protocol';
 import { Journal } from '../host/src/core/journal/journal.js';
 import { blankCommand, type CommandRecord } from '../host/src/core/journal/records.js';
-import { momentRefusal } from '../host/src/core/journal/schema.js';
 
 const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
 const STATE: DeviceState = { up: 42, relays: [{ ch: 1, cmd: true, pin: true, aux: true }] };
-const DAY = 24 * 3600 * 1000;
-
 let dir: string;
 let path: string;
 let j: Journal;
@@ -62,11 +59,6 @@ function blank(o: Partial<CommandRecord> = {}): CommandRecord {
   n++;
   return { ...blankCommand(), command_id: 'cmd_' + n, device_id: 'rig1', request_id: 'req_' + n, action: 'relay.set', args: { ch: 1, on: true }, submitted_at: 1000, updated_at: 1000, ...o };
 }
-const reopen = () => {
-  j.close();
-  j = new Journal(path);
-};
-
 describe('the journal holds device secrets: only this user may read it', () => {
   const mode = (p: string) => statSync(p).mode & 0o777;
 

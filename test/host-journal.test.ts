@@ -2,9 +2,9 @@
 // command; the lookups the host core decides with (request_id dedupe, the last motion of an axis,
 // open commands); the filters of list_commands; devices and their events; retention. The journal as
 // a file (permissions, size, older versions, group commit) is host-journal-file.test.ts.
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BoardDef, DeviceState } from '@proofrig/protocol';

@@ -2,57 +2,17 @@
 // after the journal committed what they report; on a virtual clock each step commits when it ends
 // (split from journal-group-commit.test.ts; shared setup as there).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { unseal, type BoardDef } from '@proofrig/protocol';
+import { unseal } from '@proofrig/protocol';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { HostCore } from '../host/src/core/host.js';
-import { Journal } from '../host/src/core/journal/journal.js';
-import { blankCommand, type CommandRecord } from '../host/src/core/journal/records.js';
 import type { Link } from '../host/src/core/link.js';
 import { durable } from '../host/src/mcp/durable.js';
 import { FakeDevice, flush, ridden } from './helpers/fake-device.js';
-
-const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
-const SECRET = 'a'.repeat(64);
-const immediate = (fn: () => void) => void setImmediate(fn);
-
-/** A journal that counts its batch commits and can be told to fail the next one. */
-class TestJournal extends Journal {
-  commits = 0;
-  failNext = false;
-  /** Fail the next commit the way SQLite can on a full disk or an I/O error: the transaction already rolled back. */
-  failRolledBackNext = false;
-  protected override commit(): void {
-    if (this.failRolledBackNext) {
-      this.failRolledBackNext = false;
-      (this as unknown as { db: Database.Database }).db.exec('ROLLBACK');
-      throw new Error('database or disk is full (simulated)');
-    }
-    if (this.failNext) {
-      this.failNext = false;
-      throw new Error('disk I/O error (simulated)');
-    }
-    this.commits++;
-    super.commit();
-  }
-}
-
-const newDb = () => join(mkdtempSync(join(tmpdir(), 'proofrig-group-')), 'journal.db');
-
-/** What a second connection (committed rows only) holds for a request id. */
-function onDisk(db: Database.Database, rid: string): string | undefined {
-  return (db.prepare('SELECT state FROM commands WHERE request_id = ?').get(rid) as { state: string } | undefined)?.state;
-}
-
-function command(i: number): CommandRecord {
-  return { ...blankCommand(), command_id: `cmd_${i}`, device_id: 'dev', request_id: `req_${i}`, action: 'relay.set', args: { ch: 1, on: true }, submitted_at: i, updated_at: i };
-}
+import { board, SECRET, immediate, TestJournal, newDb, onDisk } from './helpers/group-commit.js';
 
 describe('the host core on the real clock: a frame or an answer never runs ahead of its journal row', () => {
   let path: string;
