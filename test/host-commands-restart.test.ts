@@ -1,89 +1,14 @@
 // What the host core does with open commands across a host restart (they keep their deadlines), after
 // a journal batch that failed to commit, when a wait's limit passes with a batch open, and what the
-// log says about each command (split from host-commands-resync.test.ts; shared setup as there).
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync } from 'node:fs';
+// log says about each command (split from host-commands-resync.test.ts; shared setup in helpers/resync-fixture.ts).
+import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
-import { HostCore } from '../host/src/core/host.js';
 import { Journal } from '../host/src/core/journal/journal.js';
 import { blankCommand } from '../host/src/core/journal/records.js';
-import { VirtualClock } from '@proofrig/protocol/clock';
-import type { BoardDef, DeviceState } from '@proofrig/protocol';
-import { FakeDevice, flush } from './helpers/fake-device.js';
+import { flush } from './helpers/fake-device.js';
+import { T0, DEADLINE, FailingJournal, clock, db, core, logLines, makeCore, online, alive, reconnect, notes, setCore, useResyncCore } from './helpers/resync-fixture.js';
 
-const relayBoard: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
-const stepperBoard: BoardDef = JSON.parse(readFileSync(new URL('../boards/stepper-rig.json', import.meta.url), 'utf8'));
-const SECRET = 'a'.repeat(64);
-const T0 = 1_700_000_000_000;
-/** relay.set on channel 1 with the minimum round trip (20 ms): ceil(3·20 + 80 + 1.5·25). */
-const DEADLINE = 178;
-
-/** A journal whose next batch commit can be made to fail (a full disk, an I/O error). */
-class FailingJournal extends Journal {
-  failNext = false;
-  protected override commit(): void {
-    if (this.failNext) {
-      this.failNext = false;
-      throw new Error('disk I/O error (simulated)');
-    }
-    super.commit();
-  }
-}
-
-let clock: VirtualClock;
-let db: string;
-let core: HostCore;
-let logLines: Record<string, unknown>[];
-
-function makeCore(journal?: Journal) {
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) logLines.push(JSON.parse(l));
-      cb();
-    },
-  });
-  return new HostCore({ db, journal, clock, logger: pino({ level: 'info' }, sink), heartbeatMs: 1000, offlineGraceMs: 5000 });
-}
-
-beforeEach(() => {
-  clock = new VirtualClock(T0);
-  logLines = [];
-  db = join(mkdtempSync(join(tmpdir(), 'proofrig-resync-')), 'journal.db');
-  core = makeCore();
-  core.provision('rig1', SECRET, relayBoard);
-  core.provision('slide', SECRET, stepperBoard);
-});
-afterEach(() => core.close());
-
-/** Connect a device and answer the host's first state query after `rttMs` (the round trip it measures). */
-async function online(boot = 'boot0001', dev = 'rig1', board = 'relay-rig-4ch', rttMs = 0) {
-  const d = new FakeDevice(core, dev, SECRET, boot, board);
-  await d.connect();
-  clock.advance(rttMs);
-  d.answerStateQuery();
-  await flush();
-  return d;
-}
-
-/** Up long enough not to have restarted since anything in these tests was sent. */
-const alive = (d: FakeDevice, up = 60_000): DeviceState => ({ ...d.state(), up });
-
-/** The device back with the same boot id: `ask()` is the host's latest question about r1, `answer` replies to it. */
-async function reconnect(boot = 'boot0001') {
-  const d = await online(boot);
-  const asks = () => d.of('q').filter((f) => f.rid === 'r1');
-  const answer = async (rst: 'running' | 'done' | 'unknown', s: DeviceState = alive(d)) => {
-    d.send({ t: 'state', q: asks().at(-1)!.q, s, rid: 'r1', rst });
-    await flush();
-  };
-  return { d, asks, answer };
-}
-
-const notes = (id: string) => core.commands.history(id).map((e) => e.note);
+useResyncCore();
 
 describe('a host restart', () => {
   it('an open command keeps the deadline it was sent with', async () => {
@@ -92,7 +17,7 @@ describe('a host restart', () => {
     await flush();
     clock.advance(100);
     core.close();
-    core = makeCore();
+    setCore(makeCore());
     clock.advance(DEADLINE - 100 - 1);
     await flush();
     expect(core.status(s.command_id)).toMatchObject({ state: 'sent', terminal: false });
@@ -111,7 +36,7 @@ describe('a host restart', () => {
     raw.prepare('UPDATE commands SET sent_at = NULL').run();
     raw.close();
     clock.advance(50);
-    core = makeCore();
+    setCore(makeCore());
     const { d, answer } = await reconnect();
     await answer('unknown', alive(d, 10));
     expect(core.status(s.command_id)!.state).toBe('sent');
@@ -123,7 +48,7 @@ describe('a host restart', () => {
     const j = new Journal(db);
     j.insert({ ...blankCommand(), command_id: 'cmd_unsent', device_id: 'rig1', request_id: 'old-1', action: 'relay.set', args: { ch: 1, on: true }, submitted_at: T0, updated_at: T0 });
     j.close();
-    core = makeCore();
+    setCore(makeCore());
     expect(core.status('cmd_unsent')).toMatchObject({
       state: 'timeout',
       terminal: true,
@@ -137,7 +62,7 @@ describe('a journal batch that failed to commit', () => {
   it('a result lost with its batch leaves the command open with its deadline; a command already waiting for its device is left waiting; it is logged', async () => {
     core.close();
     const j = new FailingJournal(db);
-    core = makeCore(j);
+    setCore(makeCore(j));
     const d = await online();
     // B: its deadline passed and the device did not answer: it waits for the device (grace).
     const b = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 2, on: true }, request_id: 'b' });
@@ -174,7 +99,7 @@ describe('a wait whose time limit passes while a batch is open', () => {
   it('resolves once that batch is settled, with what is on disk: after a failed commit, the state from before it', async () => {
     core.close();
     const j = new FailingJournal(db);
-    core = makeCore(j);
+    setCore(makeCore(j));
     await online();
     const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
     let got: unknown;

@@ -2,98 +2,11 @@
 // boot id (it is asked about each open command and the answer decides), or is asked past the
 // deadline. The host restarting, a journal batch that failed to commit and the log lines are
 // host-commands-restart.test.ts. A scripted device on an in-memory link and a virtual clock.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
-import { HostCore } from '../host/src/core/host.js';
-import { Journal } from '../host/src/core/journal/journal.js';
-import { VirtualClock } from '@proofrig/protocol/clock';
-import type { BoardDef, DeviceState } from '@proofrig/protocol';
+import { describe, expect, it } from 'vitest';
 import { FakeDevice, flush } from './helpers/fake-device.js';
+import { relayBoard, SECRET, T0, DEADLINE, clock, core, makeCore, online, alive, sentThenOffline, reconnect, askedAgainAfter, notes, states, setCore, useResyncCore } from './helpers/resync-fixture.js';
 
-const relayBoard: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
-const stepperBoard: BoardDef = JSON.parse(readFileSync(new URL('../boards/stepper-rig.json', import.meta.url), 'utf8'));
-const SECRET = 'a'.repeat(64);
-const T0 = 1_700_000_000_000;
-/** relay.set on channel 1 with the minimum round trip (20 ms): ceil(3·20 + 80 + 1.5·25). */
-const DEADLINE = 178;
-
-let clock: VirtualClock;
-let db: string;
-let core: HostCore;
-let logLines: Record<string, unknown>[];
-
-function makeCore(journal?: Journal) {
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) logLines.push(JSON.parse(l));
-      cb();
-    },
-  });
-  return new HostCore({ db, journal, clock, logger: pino({ level: 'info' }, sink), heartbeatMs: 1000, offlineGraceMs: 5000 });
-}
-
-beforeEach(() => {
-  clock = new VirtualClock(T0);
-  logLines = [];
-  db = join(mkdtempSync(join(tmpdir(), 'proofrig-resync-')), 'journal.db');
-  core = makeCore();
-  core.provision('rig1', SECRET, relayBoard);
-  core.provision('slide', SECRET, stepperBoard);
-});
-afterEach(() => core.close());
-
-/** Connect a device and answer the host's first state query after `rttMs` (the round trip it measures). */
-async function online(boot = 'boot0001', dev = 'rig1', board = 'relay-rig-4ch', rttMs = 0) {
-  const d = new FakeDevice(core, dev, SECRET, boot, board);
-  await d.connect();
-  clock.advance(rttMs);
-  d.answerStateQuery();
-  await flush();
-  return d;
-}
-
-/** Up long enough not to have restarted since anything in these tests was sent. */
-const alive = (d: FakeDevice, up = 60_000): DeviceState => ({ ...d.state(), up });
-
-/** relay.set ch 1 as request r1 on an online rig1 (acknowledged if asked), then the link drops. */
-async function sentThenOffline(ack = false) {
-  const d = await online();
-  const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
-  await flush();
-  if (ack) d.send({ t: 'ack', rid: 'r1', st: 'accepted' });
-  await flush();
-  d.link.close();
-  await flush();
-  return s;
-}
-
-/** The device back with the same boot id: `ask()` is the host's latest question about r1, `answer` replies to it. */
-async function reconnect(boot = 'boot0001') {
-  const d = await online(boot);
-  const asks = () => d.of('q').filter((f) => f.rid === 'r1');
-  const answer = async (rst: 'running' | 'done' | 'unknown', s: DeviceState = alive(d)) => {
-    d.send({ t: 'state', q: asks().at(-1)!.q, s, rid: 'r1', rst });
-    await flush();
-  };
-  return { d, asks, answer };
-}
-
-/** With `before` questions about r1 so far, the host asks nothing more for `ms` - 1 ms and once more at `ms`. */
-async function askedAgainAfter(asks: () => unknown[], ms: number, before: number): Promise<void> {
-  clock.advance(ms - 1);
-  await flush();
-  expect(asks()).toHaveLength(before);
-  clock.advance(1);
-  await flush();
-  expect(asks()).toHaveLength(before + 1);
-}
-
-const notes = (id: string) => core.commands.history(id).map((e) => e.note);
-const states = (id: string) => core.commands.history(id).map((e) => e.state);
+useResyncCore();
 
 describe('a device back at the very end of the offline grace', () => {
   it('still in its handshake when the grace runs out: the handshake is waited for and the device asked; its stored result counts', async () => {
@@ -452,7 +365,7 @@ describe('past the deadline, the answer to the host’s question is about the co
       expect(errors).toEqual([]);
     } finally {
       process.off('unhandledRejection', onError);
-      core = makeCore();
+      setCore(makeCore());
     }
   });
 });

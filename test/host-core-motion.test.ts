@@ -1,43 +1,13 @@
 // Host-core behaviour for motion commands: arguments checked before sending, the deadline from the
 // motion profile, progress and result positions. A scripted device on an in-memory Link and a virtual
 // clock (split from host-core.test.ts).
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
-import { Writable } from 'node:stream';
-import { HostCore } from '../host/src/core/host.js';
-import { VirtualClock } from '@proofrig/protocol/clock';
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { FakeDevice, flush } from './helpers/fake-device.js';
 import type { BoardDef } from '@proofrig/protocol';
+import { SECRET, core, useHostCore } from './helpers/host-core-fixture.js';
 
-const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
-const SECRET = 'a'.repeat(64);
-
-let clock: VirtualClock;
-let core: HostCore;
-let logLines: Record<string, unknown>[];
-let dbPath: string;
-
-function makeCore() {
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) logLines.push(JSON.parse(l));
-      cb();
-    },
-  });
-  return new HostCore({ db: dbPath, clock, logger: pino({ level: 'info' }, sink), heartbeatMs: 1000, offlineGraceMs: 5000 });
-}
-
-beforeEach(() => {
-  clock = new VirtualClock(1_700_000_000_000);
-  logLines = [];
-  dbPath = join(mkdtempSync(join(tmpdir(), 'proofrig-core-')), 'journal.db');
-  core = makeCore();
-  core.provision('rig1', SECRET, board);
-});
-afterEach(() => core.close());
+useHostCore();
 
 describe('motion commands', () => {
   const stepperBoard: BoardDef = JSON.parse(readFileSync(new URL('../boards/stepper-rig.json', import.meta.url), 'utf8'));

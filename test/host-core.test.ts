@@ -1,63 +1,10 @@
 // Host-core behaviour against a scripted device on an in-memory Link and a virtual clock.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
-import { Writable } from 'node:stream';
-import { HostCore } from '../host/src/core/host.js';
-import { VirtualClock } from '@proofrig/protocol/clock';
+import { describe, expect, it } from 'vitest';
 import { FakeDevice, flush } from './helpers/fake-device.js';
-import type { BoardDef, ResultFrame } from '@proofrig/protocol';
+import type { ResultFrame } from '@proofrig/protocol';
+import { SECRET, clock, core, logLines, online, pastDeadline, useHostCore } from './helpers/host-core-fixture.js';
 
-const board: BoardDef = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8'));
-const SECRET = 'a'.repeat(64);
-
-let clock: VirtualClock;
-let core: HostCore;
-let logLines: Record<string, unknown>[];
-let dbPath: string;
-
-function makeCore() {
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) logLines.push(JSON.parse(l));
-      cb();
-    },
-  });
-  return new HostCore({ db: dbPath, clock, logger: pino({ level: 'info' }, sink), heartbeatMs: 1000, offlineGraceMs: 5000 });
-}
-
-beforeEach(() => {
-  clock = new VirtualClock(1_700_000_000_000);
-  logLines = [];
-  dbPath = join(mkdtempSync(join(tmpdir(), 'proofrig-core-')), 'journal.db');
-  core = makeCore();
-  core.provision('rig1', SECRET, board);
-});
-afterEach(() => core.close());
-
-async function online(boot = 'boot0001') {
-  const d = new FakeDevice(core, 'rig1', SECRET, boot);
-  await d.connect();
-  d.answerStateQuery(); // the host's initial state query
-  await flush();
-  return d;
-}
-
-/** Switch channel 1 on an online device, optionally let it acknowledge, and let the deadline pass. */
-async function pastDeadline(ack = false) {
-  const d = await online();
-  const s = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true } });
-  await flush();
-  const rid = d.of('cmd')[0].rid as string;
-  if (ack) d.send({ t: 'ack', rid, st: 'accepted' });
-  clock.advance(s.deadline_ms!);
-  await flush();
-  /** The host's latest state query about this command. */
-  const query = () => d.of('q').filter((f) => f.rid === rid).at(-1)!;
-  return { d, s, rid, query };
-}
+useHostCore();
 
 describe('a device must prove its per-device secret', () => {
   it('a wrong secret is refused with AUTH_FAILED and the device never comes online', async () => {

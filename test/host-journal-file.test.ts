@@ -1,64 +1,14 @@
 // The journal as a file: only this user may read it, a million commands stay fast, journals written by
 // earlier versions are migrated in place, and group commit (split from host-journal.test.ts).
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { BoardDef, DeviceState } from '@proofrig/protocol';
+import { describe, expect, it } from 'vitest';
 import { Journal } from '../host/src/core/journal/journal.js';
-import { blankCommand, type CommandRecord } from '../host/src/core/journal/records.js';
+import { board, dir, path, j, full, blank, setJournal, useJournal } from './helpers/journal-fixture.js';
 
-const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
-const STATE: DeviceState = { up: 42, relays: [{ ch: 1, cmd: true, pin: true, aux: true }] };
-let dir: string;
-let path: string;
-let j: Journal;
+useJournal();
 
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'proofrig-journal-'));
-  path = join(dir, 'journal.db');
-  j = new Journal(path);
-});
-afterEach(() => j.close());
-
-let n = 0;
-/** A command with every field set to something other than its blank value. */
-function full(o: Partial<CommandRecord> = {}): CommandRecord {
-  n++;
-  return {
-    command_id: 'cmd_' + n,
-    device_id: 'rig1',
-    request_id: 'req_' + n,
-    action: 'stepper.move',
-    args: { axis: 'x', mm: 12.5 },
-    state: 'running',
-    accepted: true,
-    executed: true,
-    verified: true,
-    evidence: 'encoder',
-    error_code: 'POSITION_ERROR',
-    detail: 'some detail',
-    boot_id: 'boot1',
-    submitted_at: 1000,
-    updated_at: 1500,
-    terminal_at: null,
-    deadline_at: 9000,
-    estimated_ms: 2500,
-    progress: 42.5,
-    position: 7.25,
-    device_state: STATE,
-    device_state_at: 1400,
-    sends: 2,
-    sent_at: 1100,
-    ...o,
-  };
-}
-/** A blank command (every nullable field null, every flag false). */
-function blank(o: Partial<CommandRecord> = {}): CommandRecord {
-  n++;
-  return { ...blankCommand(), command_id: 'cmd_' + n, device_id: 'rig1', request_id: 'req_' + n, action: 'relay.set', args: { ch: 1, on: true }, submitted_at: 1000, updated_at: 1000, ...o };
-}
 describe('the journal holds device secrets: only this user may read it', () => {
   const mode = (p: string) => statSync(p).mode & 0o777;
 
@@ -80,7 +30,7 @@ describe('the journal holds device secrets: only this user may read it', () => {
     writer.pragma('journal_mode = WAL');
     writer.exec('CREATE TABLE t (x)');
     for (const f of [old, old + '-wal', old + '-shm']) chmodSync(f, 0o644);
-    j = new Journal(old);
+    setJournal(new Journal(old));
     writer.close();
     for (const f of [old, old + '-wal', old + '-shm']) expect(mode(f)).toBe(0o600);
   });
@@ -149,7 +99,7 @@ describe('a journal written by an earlier version', () => {
     const db = new Database(old);
     db.exec(sql);
     db.close();
-    j = new Journal(old);
+    setJournal(new Journal(old));
     return old;
   }
 
@@ -159,7 +109,7 @@ describe('a journal written by an earlier version', () => {
     const after = new Database(old, { readonly: true });
     const names = (after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE ?").all(like) as { name: string }[]).map((r) => r.name);
     after.close();
-    j = new Journal(old);
+    setJournal(new Journal(old));
     return names;
   }
 
@@ -215,7 +165,7 @@ describe('a journal written by an earlier version', () => {
     db.prepare(`INSERT INTO commands VALUES ('cmd_old', 'rig1', 'r1', 'relay.set', '{"ch":1}', 'completed', 1, 1, 1, 'aux_contact', NULL, NULL, 'b1', 10, 20, 20, 30, 25, NULL, NULL, NULL, 1)`).run();
     db.prepare(`INSERT INTO devices VALUES ('rig1', ?, ?, 'b1', 20)`).run('a'.repeat(64), JSON.stringify(board));
     db.close();
-    j = new Journal(old);
+    setJournal(new Journal(old));
     expect(j.get('cmd_old')).toMatchObject({ command_id: 'cmd_old', state: 'completed', position: null, sent_at: null, evidence: 'aux_contact' });
     expect(j.device('rig1')).toMatchObject({ simulated: false, last_boot: 'b1' });
     const c = full();
@@ -239,7 +189,7 @@ describe('group commit', () => {
   it('with a deferred commit, writes of a group reach the disk when the deferred commit runs and are told once the WAL is fsynced after it', async () => {
     j.close();
     const later: (() => void)[] = [];
-    j = new Journal(path, (fn) => later.push(fn));
+    setJournal(new Journal(path, (fn) => later.push(fn)));
     const c = blank({ state: 'sent' });
     const told: string[] = [];
     j.group(() => {

@@ -2,72 +2,13 @@
 // command; the lookups the host core decides with (request_id dedupe, the last motion of an axis,
 // open commands); the filters of list_commands; devices and their events; retention. The journal as
 // a file (permissions, size, older versions, group commit) is host-journal-file.test.ts.
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { BoardDef, DeviceState } from '@proofrig/protocol';
-import { Journal } from '../host/src/core/journal/journal.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { blankCommand, type CommandRecord } from '../host/src/core/journal/records.js';
 import { momentRefusal } from '../host/src/core/journal/schema.js';
+import { board, STATE, DAY, path, j, full, blank, reopen, useJournal } from './helpers/journal-fixture.js';
 
-const board = JSON.parse(readFileSync(new URL('../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
-const STATE: DeviceState = { up: 42, relays: [{ ch: 1, cmd: true, pin: true, aux: true }] };
-const DAY = 24 * 3600 * 1000;
-
-let dir: string;
-let path: string;
-let j: Journal;
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'proofrig-journal-'));
-  path = join(dir, 'journal.db');
-  j = new Journal(path);
-});
-afterEach(() => j.close());
-
-let n = 0;
-/** A command with every field set to something other than its blank value. */
-function full(o: Partial<CommandRecord> = {}): CommandRecord {
-  n++;
-  return {
-    command_id: 'cmd_' + n,
-    device_id: 'rig1',
-    request_id: 'req_' + n,
-    action: 'stepper.move',
-    args: { axis: 'x', mm: 12.5 },
-    state: 'running',
-    accepted: true,
-    executed: true,
-    verified: true,
-    evidence: 'encoder',
-    error_code: 'POSITION_ERROR',
-    detail: 'some detail',
-    boot_id: 'boot1',
-    submitted_at: 1000,
-    updated_at: 1500,
-    terminal_at: null,
-    deadline_at: 9000,
-    estimated_ms: 2500,
-    progress: 42.5,
-    position: 7.25,
-    device_state: STATE,
-    device_state_at: 1400,
-    sends: 2,
-    sent_at: 1100,
-    ...o,
-  };
-}
-/** A blank command (every nullable field null, every flag false). */
-function blank(o: Partial<CommandRecord> = {}): CommandRecord {
-  n++;
-  return { ...blankCommand(), command_id: 'cmd_' + n, device_id: 'rig1', request_id: 'req_' + n, action: 'relay.set', args: { ch: 1, on: true }, submitted_at: 1000, updated_at: 1000, ...o };
-}
-const reopen = () => {
-  j.close();
-  j = new Journal(path);
-};
+useJournal();
 
 describe('what is written comes back exactly, also after a restart', () => {
   it('an open command with every field set', () => {
