@@ -20,7 +20,7 @@ export const SCOPES = {
 // by the journal's own specs, its group commit included (a mutant they miss counts as survived even
 // if host-core would kill it).
 export const SCOPE_TESTS = {
-  journal: ['test/host-journal.test.ts', 'test/journal-retention.test.ts', 'test/host-device-events.test.ts', 'test/journal-group-commit.test.ts', 'test/journal-checkpoint.test.ts'],
+  journal: ['test/host-journal.test.ts', 'test/host-journal-file.test.ts', 'test/journal-retention.test.ts', 'test/host-device-events.test.ts', 'test/journal-group-commit.test.ts', 'test/journal-fsync.test.ts', 'test/journal-commit-order.test.ts', 'test/journal-checkpoint.test.ts'],
 };
 
 const scope = process.env.MUTATE_SCOPE ?? '';

@@ -14,7 +14,7 @@ export default defineConfig({
   outDir: 'bench/dist',
   clean: true,
   splitting: true,
-  noExternal: ['@proofrig/protocol', '@proofrig/sim'],
+  noExternal: ['@proofrig/protocol', '@proofrig/sim', '@proofrig/host'],
   skipNodeModulesBundle: true,
   esbuildPlugins: [
     {

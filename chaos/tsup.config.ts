@@ -8,6 +8,6 @@ export default defineConfig({
   platform: 'node',
   outDir: 'chaos/dist',
   clean: true,
-  noExternal: ['@proofrig/protocol', '@proofrig/sim'],
+  noExternal: ['@proofrig/protocol', '@proofrig/sim', '@proofrig/host'],
   external: ['commander', 'pino', 'better-sqlite3'],
 });

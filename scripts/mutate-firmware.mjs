@@ -14,10 +14,10 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The suites that judge each firmware file (each builds the bundle from the mutated source). */
 const TESTS = {
   'relay.ts': ['test/firmware-bundle.test.ts'],
-  'exec.ts': ['test/firmware-bundle.test.ts', 'test/firmware-stepper.test.ts'],
+  'exec.ts': ['test/firmware-bundle.test.ts', 'test/firmware-stepper.test.ts', 'test/firmware-stepper-stop.test.ts'],
   'link.ts': ['test/firmware-bundle.test.ts'],
   'dedupe.ts': ['test/firmware-dedupe.test.ts', 'test/firmware-bundle.test.ts'],
-  'stepper.ts': ['test/firmware-stepper.test.ts'],
+  'stepper.ts': ['test/firmware-stepper.test.ts', 'test/firmware-stepper-stop.test.ts'],
 };
 const ALL_TESTS = [...new Set(Object.values(TESTS).flat())];
 

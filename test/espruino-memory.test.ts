@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DEDUPE_RING_SIZE } from '@proofrig/protocol';
 import { RIG, startE2E, type E2E } from './helpers/e2e.js';
 import { ESPRUINO_AVAILABLE, enginesUnderTest } from './helpers/engines.js';
-import { memoryReading, mixedCommands, reconnects } from './helpers/memory-load.js';
+import { memoryReading, mixedCommands, reconnects } from '@proofrig/bench/memory-load';
 
 /** Command and query frames, and reconnects, after the ring has filled (issue 8, point 6). */
 const FRAMES = 1000;

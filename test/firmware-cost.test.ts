@@ -1,5 +1,5 @@
 // The firmware's CPU per relay command on the real interpreter, counted in instructions by valgrind
-// (test/helpers/firmware-cost.ts; instruction counts do not depend on the machine's load), held to
+// (bench/src/cost-harness.ts; instruction counts do not depend on the machine's load), held to
 // the committed budget in test/firmware-cost-budget.json: more than 10 % over it fails with the figure.
 // Skipped with a notice where valgrind or the interpreter is missing; in CI both must be there.
 // The boards' device_processing_max_ms must cover the ESP32 estimate of that budget.
@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkBoard } from '@proofrig/protocol';
-import { esp32Ms, firmwareCost, valgrindMissing } from './helpers/firmware-cost.js';
+import { esp32Ms, firmwareCost, valgrindMissing } from '@proofrig/bench/cost-harness';
 import { ESPRUINO_AVAILABLE } from './helpers/engines.js';
 
 const budget = JSON.parse(readFileSync(new URL('./firmware-cost-budget.json', import.meta.url), 'utf8')) as {

@@ -1,7 +1,7 @@
 // The capacity loop over the host core API, shared by `npm run bench` and the profiling probe:
 // every device toggles relay 3 back to back until `ms` have passed, each command followed to its end.
 import { performance } from 'node:perf_hooks';
-import type { HostCore } from '../../host/src/core/host.js';
+import type { HostCore } from '@proofrig/host/core';
 
 export interface CoreLoad {
   done: number;

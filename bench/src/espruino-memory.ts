@@ -2,7 +2,7 @@
 // JsVar counts, on the Linux build (PROOFRIG_ESPRUINO) and on its ESP32-format variant (16,383
 // JsVars of 14 bytes, ESPRUINO_ESP32_MEM=1 ../shared/espruino/build.sh; found through
 // PROOFRIG_ESPRUINO_ESP32MEM or its default cache folder). The 4-channel relay rig boots from
-// Storage, then takes a mixed load through the host core (test/helpers/memory-load.ts): readings
+// Storage, then takes a mixed load through the host core (bench/src/memory-load.ts): readings
 // after boot, once the dedupe ring has filled, the highest during bursts, after more load and after
 // reconnects. Writes bench/espruino-memory.json and the block between its markers in docs/simulator.md.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import pino from 'pino';
 import { DEDUPE_RING_SIZE } from '@proofrig/protocol';
-import { serve } from '../../host/src/serve.js';
-import { memoryNow, memoryReading, mixedCommands, reconnects, type Mem } from '../../test/helpers/memory-load.js';
+import { serve } from '@proofrig/host/tools';
+import { memoryNow, memoryReading, mixedCommands, reconnects, type Mem } from './memory-load.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BOARD = join(ROOT, 'boards', 'relay-rig-4ch.json');

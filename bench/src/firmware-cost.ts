@@ -1,9 +1,9 @@
 // The firmware's CPU per relay command as instructions (valgrind callgrind on the real Espruino
-// interpreter, PROOFRIG_ESPRUINO; test/helpers/firmware-cost.ts), beside the floor script measured the
+// interpreter, PROOFRIG_ESPRUINO; bench/src/cost-harness.ts), beside the floor script measured the
 // same way in the same run, and the ESP32 estimate with its assumptions. Called from run.ts's
 // firmware part. Instruction counts do not depend on the machine's load.
 import { execFileSync } from 'node:child_process';
-import { ESP32, esp32Ms, firmwareCost, floorCost, valgrindMissing } from '../../test/helpers/firmware-cost.js';
+import { ESP32, esp32Ms, firmwareCost, floorCost, valgrindMissing } from './cost-harness.js';
 
 type RowFn = (r: { group: string; what: string; value: number; unit: string; baseline: string; base: number; target?: string; ok?: boolean }) => void;
 

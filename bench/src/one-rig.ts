@@ -7,7 +7,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { DEVICE_PATH } from '@proofrig/protocol';
-import { serve } from '../../host/src/serve.js';
+import { serve } from '@proofrig/host/tools';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 

@@ -7,8 +7,8 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
-import { serve } from '../../host/src/serve.js';
-import { newSecret } from '../../host/src/core/ids.js';
+import { serve } from '@proofrig/host/tools';
+import { newSecret } from '@proofrig/host/core';
 import { driveCore } from './core-load.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

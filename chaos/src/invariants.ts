@@ -5,8 +5,7 @@ import { isTerminal } from '@proofrig/protocol';
 import type { BoardDef } from '@proofrig/protocol';
 import type { Clock } from '@proofrig/protocol/clock';
 import { SWITCH_BAND_MM, type SimRig } from '@proofrig/sim';
-import type { CommandStatus } from '../../host/src/core/command-view.js';
-import type { HostCore } from '../../host/src/core/host.js';
+import type { CommandStatus, HostCore } from '@proofrig/host/core';
 
 export interface Violation {
   invariant: string;

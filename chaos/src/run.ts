@@ -9,10 +9,8 @@ import { isTerminal } from '@proofrig/protocol';
 import { VirtualClock, type Clock, type TimerHandle } from '@proofrig/protocol/clock';
 import { Fabric, SimRig, type FabricEvent, type FabricFaults } from '@proofrig/sim';
 import type { Link } from '@proofrig/protocol';
-import { mulberry32 } from '../../sim/src/prng.js';
-import { HostCore } from '../../host/src/core/host.js';
-import { Journal } from '../../host/src/core/journal/journal.js';
-import type { CommandStatus } from '../../host/src/core/command-view.js';
+import { mulberry32 } from '@proofrig/sim/prng';
+import { HostCore, Journal, type CommandStatus } from '@proofrig/host/core';
 import { Checker, type Violation } from './invariants.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;

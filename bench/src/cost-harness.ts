@@ -17,8 +17,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { DEVICE_PATH, type BoardDef } from '@proofrig/protocol';
 import { SimRig } from '@proofrig/sim';
-import { serve } from '../../host/src/serve.js';
-import { newSecret } from '../../host/src/core/ids.js';
+import { serve } from '@proofrig/host/tools';
+import { newSecret } from '@proofrig/host/core';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 export const FIRMWARE_FILE = join(ROOT, 'firmware', 'dist', 'proofrig.js');

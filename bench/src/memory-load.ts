@@ -3,10 +3,9 @@
 // with the rig idle. Used by test/espruino-memory.test.ts and by the memory figures
 // (bench/src/espruino-memory.ts, and bench/src/run.ts's firmware part over a console port).
 import { type ToDeviceFrame, type ToHostFrame } from '@proofrig/protocol';
-import type { Running } from '../../host/src/serve.js';
-import type { CommandStatus } from '../../host/src/core/command-view.js';
-import { ConsoleClient } from '../../host/src/upload/console-client.js';
-import { openTcp } from '../../host/src/upload/transport.js';
+import type { Running } from '@proofrig/host/tools';
+import type { CommandStatus } from '@proofrig/host/core';
+import { ConsoleClient, openTcp } from '@proofrig/host/tools';
 
 export interface Mem {
   free: number;
