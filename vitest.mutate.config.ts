@@ -31,6 +31,7 @@ export default defineConfig({
       'test/host-journal.test.ts',
       'test/host-journal-file.test.ts',
       'test/host-device-events.test.ts',
+      'test/host-log-flood.test.ts',
       'test/journal-retention.test.ts',
       'test/journal-group-commit.test.ts',
       'test/journal-fsync.test.ts',

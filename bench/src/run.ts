@@ -1,5 +1,5 @@
 // npm run bench: one run on loopback, every figure next to a baseline measured in the same run and their
-// ratio. Writes bench/results.json, prints a markdown table and puts it in README.md between markers.
+// ratio. Writes bench/results.json, prints a markdown table and puts it in docs/performance.md between markers.
 // `--quick` for a short run. Devices live in other processes: a protocol-level load generator
 // (bench/src/loadgen.ts) for host capacity, `proofrig rigs` (the built firmware in vm contexts) for
 // latency and end-to-end figures.
