@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkBoardFile } from '../host/src/board-command.js';
+import { checkBoardFile } from '../host/src/cli/board.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const dir = join(root, 'boards');

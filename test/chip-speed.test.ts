@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ChipCgroup, CHIP_NS_PER_INSTRUCTION, CPU_CGROUP_ROOT, WORKLOAD, WORKLOAD_INSTRUCTIONS, WORKLOAD_N, calibrate, chipSpeedUnavailable, quotaFor } from '../sim/src/chip-speed.js';
 import pino from 'pino';
-import { runSimCommand } from '../host/src/sim-command.js';
+import { runSimCommand } from '../host/src/cli/sim.js';
 import { serve } from '../host/src/serve.js';
 import { CHIP_SPEED, ESPRUINO_AVAILABLE } from './helpers/engines.js';
 import { RELAY_BOARD, until } from './helpers/e2e.js';

@@ -14,7 +14,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { serve, type Running } from '../host/src/serve.js';
 import { Journal } from '../host/src/core/journal/journal.js';
 import { blankCommand } from '../host/src/core/journal/records.js';
-import { clientConfig } from '../host/src/config.js';
+import { clientConfig } from '../host/src/cli/config.js';
 import { RELAY_BOARD, RIG, until } from './helpers/e2e.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -11,7 +11,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { mcpTransport, startE2E, until, type E2E } from './helpers/e2e.js';
 import type { Session } from '../host/src/core/session.js';
 import type { CommandStatus } from '../host/src/core/command-view.js';
-import { call } from '../host/src/call.js';
+import { call } from '../host/src/cli/call.js';
 
 const RELAY = new URL('../boards/relay-rig-4ch.json', import.meta.url).pathname;
 const STEPPER = new URL('../boards/stepper-rig.json', import.meta.url).pathname;

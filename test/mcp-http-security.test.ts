@@ -17,7 +17,7 @@ import { HostCore } from '../host/src/core/host.js';
 import { startHttpHost, type HttpHost, type HttpOptions } from '../host/src/mcp/http.js';
 import { authenticate, isLoopback, mcpAllowedFrom } from '../host/src/mcp/access.js';
 import { serve, type Running } from '../host/src/serve.js';
-import { clientConfig } from '../host/src/cli.js';
+import { clientConfig } from '../host/src/cli/main.js';
 import { FakeDevice, flush } from './helpers/fake-device.js';
 import { mcpTransport, until } from './helpers/e2e.js';
 

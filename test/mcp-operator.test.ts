@@ -12,7 +12,7 @@ import type { BoardDef } from '@proofrig/protocol';
 import { HostCore } from '../host/src/core/host.js';
 import { createMcpServer } from '../host/src/mcp/tools.js';
 import { XIAOZHI_AUTH, type ConfirmRequest, type HostConfirm } from '../host/src/mcp/operator-tools.js';
-import { terminalConfirm } from '../host/src/terminal-confirm.js';
+import { terminalConfirm } from '../host/src/cli/terminal-confirm.js';
 import { PassThrough } from 'node:stream';
 import { FakeDevice, flush } from './helpers/fake-device.js';
 

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEVICE_PATH } from '@proofrig/protocol';
 import { serve, type Running } from '../host/src/serve.js';
-import { runRigsCommand } from '../host/src/rigs-command.js';
+import { runRigsCommand } from '../host/src/cli/rigs.js';
 import { RELAY_BOARD, until } from './helpers/e2e.js';
 
 let running: Running | undefined;

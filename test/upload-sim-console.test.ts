@@ -5,7 +5,7 @@ import net from 'node:net';
 import { BOOT_CODE_FILE } from '@proofrig/protocol';
 import { SimRig } from '@proofrig/sim';
 import { countBrackets, SAVED_STATE_FILE } from '../sim/src/console.js';
-import { runSimCommand } from '../host/src/sim-command.js';
+import { runSimCommand } from '../host/src/cli/sim.js';
 import { crc32 } from '../host/src/upload/index.js';
 import { RELAY_BOARD, until } from './helpers/e2e.js';
 

@@ -125,7 +125,7 @@ describe('the Wi-Fi password never comes from the command line', () => {
   });
 
   it('the proofrig command line has no --wifi-password in its help', async () => {
-    const { buildCli, loadVerbs } = await import('../host/src/cli.js');
+    const { buildCli, loadVerbs } = await import('../host/src/cli/main.js');
     const up = buildCli(await loadVerbs()).commands.find((c) => c.name() === 'upload')!;
     expect(up.helpInformation()).not.toMatch(/--wifi-password </);
     expect(up.helpInformation()).toMatch(/--wifi-password-file/);

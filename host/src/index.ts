@@ -6,4 +6,4 @@ export type { CommandStatus, SubmitInput } from './core/command-view.js';
 export { createMcpServer } from './mcp/tools.js';
 export { startHttpHost } from './mcp/http.js';
 export { serve, parseSimSpec, type Running, type ServeOptions } from './serve.js';
-export { loadBoard } from './board-command.js';
+export { loadBoard } from './cli/board.js';

@@ -15,7 +15,7 @@ import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { lockJournal } from './journal-lock.js';
 import { FIRMWARE_FILE } from './paths.js';
 import { ephemeralTokens, loadOrCreateTokens, prepareStateDir, stateDir, type TokenSet } from './state-dir.js';
-import { loadBoard } from './board-command.js';
+import { loadBoard } from './cli/board.js';
 // Only --sim needs the simulator: it is loaded with import() then, never for a plain `serve`.
 import type { Engine, SimRig } from '@proofrig/sim';
 

@@ -1,6 +1,6 @@
 // `proofrig flash`: put the Espruino interpreter on an ESP32 from the command line.
 import { Option, type Command } from 'commander';
-import { intArg } from '../int-arg.js';
+import { intArg } from '../cli/int-arg.js';
 import cliProgress from 'cli-progress';
 import {
   DEFAULT_FLASH_BAUD,

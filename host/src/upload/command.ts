@@ -3,7 +3,7 @@
 import { DEFAULT_DB } from '../paths.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
-import { intArg } from '../int-arg.js';
+import { intArg } from '../cli/int-arg.js';
 import { exitCodeOf, UploadError } from './errors.js';
 import { upload, type UploadOptions, type UploadResult } from './upload.js';
 

@@ -21,7 +21,7 @@ import { BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, MAX_ID_LENGTH, type Boa
 import { newSecret } from '../core/ids.js';
 import { Journal } from '../core/journal/journal.js';
 import { FIRMWARE_FILE, IN_REPO, REPO_ROOT } from '../paths.js';
-import { loadBoard } from '../board-command.js';
+import { loadBoard } from '../cli/board.js';
 import { ConsoleClient, type FileInfo } from './console-client.js';
 import { crc32, hex32 } from './crc.js';
 import { UploadError } from './errors.js';

@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { join } from 'node:path';
-import { AGENT_TOKEN_FILE, OPERATOR_TOKEN_FILE, readToken, stateDir } from './state-dir.js';
+import { AGENT_TOKEN_FILE, OPERATOR_TOKEN_FILE, readToken, stateDir } from '../state-dir.js';
 
 /**
  * The token `proofrig call` sends: --token-file, else PROOFRIG_TOKEN, else the file the server

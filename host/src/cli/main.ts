@@ -1,16 +1,16 @@
 // The `proofrig` command line.
-import { DEFAULT_DB } from './paths.js';
+import { DEFAULT_DB } from '../paths.js';
 import { Command, Option } from 'commander';
 import pino from 'pino';
-import type { TokenSet } from './state-dir.js';
-import { parseSimSpec, serve, type Running } from './serve.js';
-import { registerBoardCommand } from './board-command.js';
-import { guardProcess } from './process-guard.js';
+import type { TokenSet } from '../state-dir.js';
+import { parseSimSpec, serve, type Running } from '../serve.js';
+import { registerBoardCommand } from './board.js';
+import { guardProcess } from '../process-guard.js';
 import { terminalConfirm } from './terminal-confirm.js';
-import { Exposure } from './mcp/exposure.js';
-import { VERSION } from './version.js';
+import { Exposure } from '../mcp/exposure.js';
+import { VERSION } from '../version.js';
 import { CLIENTS, clientConfig as configText, CONFIG_HOME, configHome, type ClientKind } from './config.js';
-import { registerDevicesCommand } from './devices-command.js';
+import { registerDevicesCommand } from './devices.js';
 
 /** Longest a shutdown may take before the process exits anyway. */
 const SHUTDOWN_HARD_MS = 5000;
@@ -25,10 +25,10 @@ const collect = (v: string, prev: string[]) => prev.concat([v]);
 export async function loadVerbs() {
   const [call, flash, upload, sim, rigs] = await Promise.all([
     import('./call.js'),
-    import('./flash/command.js'),
-    import('./upload/index.js'),
-    import('./sim-command.js'),
-    import('./rigs-command.js'),
+    import('../flash/command.js'),
+    import('../upload/index.js'),
+    import('./sim.js'),
+    import('./rigs.js'),
   ]);
   return { ...call, ...flash, ...upload, ...sim, ...rigs };
 }

@@ -5,11 +5,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { intArg } from './int-arg.js';
 import { BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, type BoardDef, type RigConfig } from '@proofrig/protocol';
-import { newSecret } from './core/ids.js';
-import { Journal } from './core/journal/journal.js';
-import { FIRMWARE_FILE } from './paths.js';
+import { newSecret } from '../core/ids.js';
+import { Journal } from '../core/journal/journal.js';
+import { FIRMWARE_FILE } from '../paths.js';
 import net from 'node:net';
-import { loadBoard } from './board-command.js';
+import { loadBoard } from './board.js';
 import type { ChipSpeed, Engine, SimRig } from '@proofrig/sim';
 import { untilSignal } from './signals.js';
 

@@ -1,8 +1,8 @@
 // `proofrig devices list|rm ID`: the provisioned devices of a journal, and removing one.
-import { DEFAULT_DB } from './paths.js';
+import { DEFAULT_DB } from '../paths.js';
 import type { Command } from 'commander';
-import { Journal } from './core/journal/journal.js';
-import { lockJournal } from './journal-lock.js';
+import { Journal } from '../core/journal/journal.js';
+import { lockJournal } from '../journal-lock.js';
 import { existsSync } from 'node:fs';
 
 function open(db: string): Journal {

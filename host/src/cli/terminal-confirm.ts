@@ -3,7 +3,7 @@
 // call waits its turn), answered by typing the device id; anything else, the deadline or the
 // caller going away refuses it.
 import { createInterface } from 'node:readline';
-import type { ConfirmRequest, HostConfirm } from './mcp/operator-tools.js';
+import type { ConfirmRequest, HostConfirm } from '../mcp/operator-tools.js';
 
 /** How long the person at the terminal has to answer. */
 export const CONFIRM_TIMEOUT_MS = 120_000;

@@ -2,8 +2,8 @@
 // work whatever directory the client starts the server in (and never ask the npm registry).
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { PKG_ROOT, STATE_HOME } from './paths.js';
-import { AGENT_TOKEN_FILE } from './state-dir.js';
+import { PKG_ROOT, STATE_HOME } from '../paths.js';
+import { AGENT_TOKEN_FILE } from '../state-dir.js';
 
 export const CLIENTS = ['claude', 'cursor', 'vscode', 'inspector'] as const;
 export type ClientKind = (typeof CLIENTS)[number];

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { Ajv, type ErrorObject } from 'ajv';
 import { checkBoard } from '@proofrig/protocol';
 import type { BoardDef } from '@proofrig/protocol';
-import { BOARDS_DIR, DEFAULT_DB, resolveBoardFile } from './paths.js';
+import { BOARDS_DIR, DEFAULT_DB, resolveBoardFile } from '../paths.js';
 
 /**
  * Read a board given as a file path or a bundled board's id, and check it; throws an Error that
