@@ -4,15 +4,14 @@
 // with the outcome its comment promises. The commands are taken from the README itself; the
 // host's folder (journal, tokens) is the fresh folder's .proofrig/ (PROOFRIG_HOME), not the repo's.
 import { describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { until } from './helpers/e2e.js';
+import { startBin, type Proc } from './helpers/bin.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(ROOT, 'host/bin/proofrig.js');
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
 
@@ -34,22 +33,8 @@ function words(line: string): string[] {
 /** What varies from run to run: ids, times. */
 const mask = (s: string) => s.replace(/cmd_[A-Za-z0-9]+/g, 'cmd_…').replace(/\d+ ms/g, 'N ms').replace(/~\d+\.\d s/g, '~N s');
 
-interface Proc {
-  p: ChildProcess;
-  out: () => string;
-  err: () => string;
-  done: Promise<number>;
-}
-
-function start(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  const p = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, PROOFRIG_HOME: join(cwd, '.proofrig'), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  p.stdout!.on('data', (d) => (out += d));
-  p.stderr!.on('data', (d) => (err += d));
-  const done = new Promise<number>((r) => p.on('close', (c) => r(c ?? -1)));
-  return { p, out: () => out, err: () => err, done };
-}
+/** A proofrig command in the fresh folder, its state there (PROOFRIG_HOME), not in the repo. */
+const start = (cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Proc => startBin(args, { PROOFRIG_HOME: join(cwd, '.proofrig'), ...env }, cwd);
 
 /** A README `npx proofrig serve ...` (or npm start) on a free port instead of 8787, once it is serving its rig. */
 async function serve(cwd: string, args: string[]): Promise<{ host: Proc; url: string }> {

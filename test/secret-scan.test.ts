@@ -3,33 +3,16 @@
 // banner and logs, proofrig call's output, the simulator's console, the uploader's output, and a
 // dump of the journal's command tables. The run is real processes of the built bin.
 import { describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { RELAY_BOARD, RIG, until } from './helpers/e2e.js';
+import { startBin, type Proc } from './helpers/bin.js';
 
-const BIN = fileURLToPath(new URL('../host/bin/proofrig.js', import.meta.url));
 const WIFI_PASSWORD = 'wifi-Pa55-never-printed';
 
-interface Proc {
-  p: ChildProcess;
-  out: () => string;
-  err: () => string;
-  done: Promise<number>;
-}
-
-function start(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  const p = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  p.stdout!.on('data', (d) => (out += d));
-  p.stderr!.on('data', (d) => (err += d));
-  const done = new Promise<number>((r) => p.on('close', (c) => r(c ?? -1)));
-  return { p, out: () => out, err: () => err, done };
-}
+const start = (args: string[], env: NodeJS.ProcessEnv = {}): Proc => startBin(args, env);
 
 async function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
   const pr = start(args, env);

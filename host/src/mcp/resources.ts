@@ -49,7 +49,11 @@ function notFound(what: string): never {
 export function registerResources(server: McpServer, core: HostCore, cleanups: (() => void)[], exposure: Exposure = Exposure.all()): void {
   const ids = () => visibleIds(core, exposure);
   const completeDevice = (v: string) => ids().filter((id) => id.startsWith(v));
-  const recent = (limit: number) => core.journal.recent({ limit: exposure.limited ? limit * 4 : limit }).filter((c) => ids().includes(c.device_id)).slice(0, limit);
+  const recent = (limit: number) => {
+    if (!exposure.limited) return core.journal.recent({ limit });
+    const visible = new Set(ids());
+    return core.journal.recent({ limit: limit * 4 }).filter((c) => visible.has(c.device_id)).slice(0, limit);
+  };
 
   server.registerResource(
     'device',
