@@ -1,7 +1,8 @@
 // The dashboard's operator controls (issue 27 item 7), in a real headless Chromium where it is
 // about the page: they exist only once a person pasted the operator token (never with the read
 // cookie or the agent token); a relay switched from the page is one journaled command, shown with
-// its evidence, and the simulated relay really switched; a latched e-stop is cleared from the page
+// its evidence, and the simulated relay really switched; an axis is homed and moved to a typed
+// target from the page; a latched e-stop is cleared from the page
 // only as the operator; a cross-origin request, a form post or a cookie-only request is refused and
 // changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -126,6 +127,36 @@ describe.skipIf(!CHROMIUM)('operator controls on the dashboard', () => {
       await page.getByTestId('op-result').and(page.locator('[data-state="completed"]')).and(page.locator(`:not([data-command="${id}"])`)).waitFor({ timeout: 8000 });
       expect(rig.relay(1).contactClosed).toBe(false);
       expect(commandsOf(e, RIG).length).toBe(before + 2);
+      await page.close();
+    } finally {
+      await e.close();
+    }
+  });
+
+  it('homes an axis and moves it to a typed target from the page: each one journaled command, confirmed by its switch and encoder', async () => {
+    const e = await startE2E({ sims: [{ boardFile: STEPPER_BOARD }], device: 'stepper-rig' });
+    try {
+      const page = await open(e);
+      await unlock(page, e.running.tokens!.operator);
+      const done = (not: string[]) => page.getByTestId('op-result').and(page.locator('[data-state="completed"]')).and(page.locator(not.map((id) => `:not([data-command="${id}"])`).join('') || '[data-command]'));
+      // A move without a target is not sent.
+      await page.getByTestId('op-move-stepper-rig-x').click();
+      expect(await page.getByTestId('op-result').textContent()).toMatch(/type a target position in mm first/);
+      expect(commandsOf(e, 'stepper-rig')).toHaveLength(0);
+
+      await page.getByTestId('op-home-stepper-rig-x').click();
+      await done([]).waitFor({ timeout: 15000 });
+      const home = (await done([]).getAttribute('data-command'))!;
+      expect(await done([]).textContent()).toMatch(/home x \(slide\) on stepper-rig: completed aux_contact/);
+      await page.getByTestId('op-target-stepper-rig-x').fill('30');
+      await page.getByTestId('op-move-stepper-rig-x').click();
+      await done([home]).waitFor({ timeout: 15000 });
+      expect(await done([home]).textContent()).toMatch(/move x \(slide\) → 30 mm on stepper-rig: completed encoder/);
+      expect(commandsOf(e, 'stepper-rig').map((c) => [c.action, c.state])).toEqual([
+        ['stepper.move', 'completed'],
+        ['stepper.home', 'completed'],
+      ]);
+      expect(Math.abs(e.running.rigs.get('stepper-rig')!.axis('x').pos - 30)).toBeLessThan(0.3);
       await page.close();
     } finally {
       await e.close();
