@@ -2,9 +2,8 @@
 // about the page: they exist only once a person pasted the operator token (never with the read
 // cookie or the agent token); a relay switched from the page is one journaled command, shown with
 // its evidence, and the simulated relay really switched; an axis is homed and moved to a typed
-// target from the page; a latched e-stop is cleared from the page
-// only as the operator; a cross-origin request, a form post or a cookie-only request is refused and
-// changes nothing.
+// target; a latched e-stop is cleared from the page only as the operator; a cross-origin request,
+// a form post or a cookie-only request is refused and changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -197,6 +196,7 @@ describe.skipIf(!CHROMIUM)('operator controls on the dashboard', () => {
       expect(commandsOf(e, 'stepper-rig').filter((c) => c.action === 'estop.clear').map((c) => c.state)).toEqual(['completed']);
       await page.getByTestId('op-estop-stepper-rig').and(page.locator(':not(.latched)')).waitFor({ timeout: 3000 });
       expect(e.logs.some((l) => l.evt === 'operator_action' && l.tool === 'estop_clear' && l.via === 'operator_scope')).toBe(true);
+      expect(e.logs.some((l) => l.evt === 'dashboard_operator_call' && l.tool === 'estop_clear' && l.device_id === 'stepper-rig')).toBe(true);
       await page.close();
     } finally {
       await e.close();

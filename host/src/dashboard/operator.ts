@@ -66,7 +66,8 @@ export async function operatorCall(core: HostCore, mcp: McpOptions | undefined, 
   if (!(PAGE_TOOLS as readonly string[]).includes(tool)) return refuse(400, `tool must be one of ${PAGE_TOOLS.join(', ')}`);
   const args = b!.arguments ?? {};
   if (typeof args !== 'object' || args === null || Array.isArray(args)) return refuse(400, 'arguments must be an object');
-  core.log.info({ evt: 'dashboard_operator_call', tool, client: auth.clientId }, 'operator control used on the dashboard');
+  const dev = (args as { device_id?: unknown }).device_id;
+  core.log.info({ evt: 'dashboard_operator_call', tool, device_id: typeof dev === 'string' ? dev.slice(0, 64) : null, client: auth.clientId }, 'operator control used on the dashboard');
   const result = await callAs(core, mcp, { ...auth, extra: { ...auth.extra, via: 'dashboard' } }, tool, args as Record<string, unknown>);
   return { status: 200, body: { tool, result } };
 }
