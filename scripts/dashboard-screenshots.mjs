@@ -2,7 +2,7 @@
 // The dashboard screenshots in docs/img/: a host with two simulated rigs (a relay whose coil is
 // open, a stepper that stalls at 20 mm), driven through the dashboard's own operator endpoint,
 // photographed in headless Chromium (playwright-core, as test/dashboard*.test.ts) at 1,024 and
-// 1,400 px with the operator controls unlocked, written as palette PNGs (about 100 kB each).
+// 1,400 px with the operator controls unlocked, written as JPEG by Chromium.
 //
 //   npm run build && node scripts/dashboard-screenshots.mjs [--out docs/img] [--chromium /usr/bin/chromium]
 import { spawn } from 'node:child_process';
@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { palettePng } from './png-palette.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const arg = (name, dflt) => {
@@ -89,10 +88,11 @@ try {
     await page.getByTestId('op-target-stepper-rig-x').fill('40');
     await page.getByTestId('plot-end').waitFor({ timeout: 5000 });
     await page.evaluate('document.activeElement && document.activeElement.blur()');
-    const file = join(OUT, `dashboard-${width}.png`);
-    const png = palettePng(await page.screenshot({ fullPage: true }));
-    writeFileSync(file, png);
-    console.log(`wrote ${file} (${Math.round(png.length / 1024)} kB)`);
+    // JPEG at quality 60 from Chromium itself: no image encoder of our own.
+    const file = join(OUT, `dashboard-${width}.jpg`);
+    const img = await page.screenshot({ fullPage: true, type: 'jpeg', quality: 60 });
+    writeFileSync(file, img);
+    console.log(`wrote ${file} (${Math.round(img.length / 1024)} kB)`);
   }
 } finally {
   await browser?.close();
