@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import type { BoardDef } from '@proofrig/protocol';
 import { startE2E, until, type E2E } from './helpers/e2e.js';
-import { BOOT_ID_REPEATS_ON_ESPRUINO, ESPRUINO_AVAILABLE, chipSpeedTier, enginesUnderTest, type Tier } from './helpers/engines.js';
+import { BOOT_ID_REPEATS_ON_ESPRUINO, ESPRUINO_AVAILABLE, enginesUnderTest, interpreterTiers } from './helpers/engines.js';
 
 const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
 const board: BoardDef = JSON.parse(readFileSync(STEPPER_BOARD, 'utf8'));
@@ -22,7 +22,7 @@ afterEach(async () => {
 });
 
 enginesUnderTest(); // prints the one-line notice when the tier is skipped
-const tiers: Tier[] = ['espruino', ...chipSpeedTier()]; // registered (and skipped) without the interpreter too
+const tiers = interpreterTiers(); // registered (and skipped) without the interpreter too
 describe.skipIf(!ESPRUINO_AVAILABLE).each(tiers)('a power cycle of the real interpreter (%s engine)', (engine) => {
   // Fails on firmware whose boot id repeats after every boot (E.hwRand restarts its sequence): marked
   // `fails` until the boot-id fix merges, then it must pass (see BOOT_ID_REPEATS_ON_ESPRUINO).

@@ -1,7 +1,7 @@
 // The walking skeleton, end to end: the real MCP client → MCP server → host core → real
 // WebSocket → simulated rig running the built firmware file (firmware/dist/proofrig.js).
 import { afterEach, describe, expect, it } from 'vitest';
-import { picked, rebootTest, tiersUnderTest } from './helpers/engines.js';
+import { SUITE_PHASE, picked, rebootTest, tiersUnderTest } from './helpers/engines.js';
 import { readFileSync } from 'node:fs';
 import { SimRig } from '@proofrig/sim';
 import { FIRMWARE_FILE } from '../host/src/paths.js';
@@ -214,7 +214,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
   });
 });
 
-describe('device authentication', () => {
+describe.runIf(SUITE_PHASE)('device authentication', () => {
   it('a device with the wrong secret is refused and never comes online; the secret is not logged', async () => {
     e = await startE2E();
     const real = e.running.core.journal.device(RIG)!;
