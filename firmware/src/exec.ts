@@ -1,7 +1,7 @@
 // The executor: frames from an authenticated host (cmd, rack, q) go through the dedupe ring to
 // the action table; results go to the ring's outbox and, when the link is up, to the host.
 import type {
-  BoardDef, CommandFrame, DeviceResultState, DeviceState, ErrorCode, Evidence, QueryFrame, ToDeviceFrame,
+  BoardDef, CommandFrame, DeviceResultState, DeviceState, ErrorCode, EventFrame, Evidence, QueryFrame, ResultFrame, StateFrame, ToDeviceFrame,
 } from '@proofrig/protocol';
 import { clip, DEDUPE_RING_SIZE, echo } from '@proofrig/protocol';
 import type { Action } from './action';
@@ -32,12 +32,13 @@ function prog(slot: number, pct: number, pos: number): void {
 
 /** An interlock acted: kept in the outbox like a result (re-sent until the host's rack), sent now if the link is up. */
 function event(k: 'max_on' | 'estop', ch: number, msg: string): void {
-  const o: Record<string, unknown> = { t: 'evt', id: EV + ++evn, k: k };
+  // Built key by key in the order the frame has always had on the wire; the type checks every key set.
+  const o = { t: 'evt', id: EV + ++evn, k: k } as EventFrame;
   if (ch) o.ch = ch;
   o.msg = msg;
   o.s = snapshot();
   const j = JSON.stringify(o);
-  const i = ringAdd(o.id as string);
+  const i = ringAdd(o.id);
   if (i >= 0) {
     T0[i] = nowMs();
     AN[i] = '';
@@ -62,7 +63,7 @@ export function snapshot(): DeviceState {
 }
 
 function resultJson(rid: string, st: DeviceResultState, ev: Evidence, ver: boolean, ms: number, code?: ErrorCode, msg?: string): string {
-  const r: Record<string, unknown> = { t: 'res', rid: rid, st: st, ev: ev, ver: ver };
+  const r = { t: 'res', rid: rid, st: st, ev: ev, ver: ver } as ResultFrame;
   if (code) r.code = code;
   if (msg) r.msg = clip(msg);
   r.s = snapshot();
@@ -144,7 +145,7 @@ function onCmd(f: CommandFrame): void {
 }
 
 function onQuery(f: QueryFrame): void {
-  const o: Record<string, unknown> = { t: 'state', q: f.q, s: snapshot() };
+  const o: StateFrame = { t: 'state', q: f.q, s: snapshot() };
   let i = -1;
   if (f.rid !== undefined) {
     i = ringFind(f.rid);

@@ -4,7 +4,7 @@
 // per-direction counter (@proofrig/protocol seal.ts), and one that is not is refused, counted
 // (`bad` in hb) and never acted on. Owns reconnection: exactly one reconnect timer, back-off
 // 250 ms doubling to 10 s with ±20 % jitter, reset by a successful `ok`.
-import type { RigConfig, ToDeviceFrame } from '@proofrig/protocol';
+import type { DeviceErrorFrame, DeviceHeartbeatFrame, ErrorCode, RigConfig, ToDeviceFrame, ToHostFrame } from '@proofrig/protocol';
 import {
   authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, LIVENESS_MISSES, MAC_BYTES, macInput, PROTOCOL_VERSION,
   parseToDevice, clip, counterOf, seal, SEAL_TAIL, sessionKeyMessage, unseal, withCounter,
@@ -81,7 +81,7 @@ export function linkSendJson(j: string): void {
 }
 
 /** Send a frame object if the WebSocket is open (any phase). */
-export function linkSend(o: object): void {
+export function linkSend(o: ToHostFrame): void {
   linkSendJson(JSON.stringify(o));
 }
 
@@ -140,7 +140,7 @@ function livenessCheck(): void {
 }
 
 function beat(): void {
-  const o: Record<string, unknown> = { t: 'hb', up: upMs() };
+  const o: DeviceHeartbeatFrame = { t: 'hb', up: upMs() };
   const p = typeof process !== 'undefined' ? (process as unknown as EspProcess) : undefined;
   // memory(false): no garbage collection per heartbeat (a GC pass costs milliseconds on the chip).
   if (p && p.memory) o.free = p.memory(false).free;
@@ -169,8 +169,8 @@ function welcomed(period: number): void {
   onUp();
 }
 
-function answerBad(code: string, msg: string, ref?: string): void {
-  const e: Record<string, unknown> = { t: 'err', code: code, msg: msg };
+function answerBad(code: ErrorCode, msg: string, ref?: string): void {
+  const e: DeviceErrorFrame = { t: 'err', code: code, msg: msg };
   if (ref !== undefined) e.ref = ref;
   linkSend(e);
 }
@@ -199,7 +199,7 @@ function deliver(f: ToDeviceFrame): void {
   try {
     onFrame(f);
   } catch (e) {
-    const o: Record<string, unknown> = { t: 'err', code: 'INTERNAL', msg: 'device failed handling ' + f.t + ': ' + clip('' + e, 200) };
+    const o: DeviceErrorFrame = { t: 'err', code: 'INTERNAL', msg: 'device failed handling ' + f.t + ': ' + clip('' + e, 200) };
     if (f.t === 'cmd' || f.t === 'rack') o.ref = f.rid;
     linkSend(o);
   }
