@@ -5,7 +5,7 @@ import type { RigConfig } from '@proofrig/protocol';
 import { CONFIG_FILE, isId } from '@proofrig/protocol';
 import { clockInit } from './clock';
 import { bootId, countBoot } from './ident';
-import { wsUrl } from './wscodec';
+import { wsUrl } from '@proofrig/protocol/wscodec';
 import { execFrame, execInit, execResend } from './exec';
 import { linkStart } from './link';
 

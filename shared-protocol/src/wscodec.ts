@@ -1,5 +1,19 @@
 // RFC 6455 framing and the HTTP upgrade, as pure functions over byte strings (one char per
-// byte). No sockets here: ws.ts drives them, the tests call them directly.
+// byte). No sockets here: the firmware's ws.ts drives them, the simulator's WebSocket fabric
+// (sim/src/fabric.ts) frames with them too, the tests call them directly. A subpath of the
+// protocol package (@proofrig/protocol/wscodec): the firmware bundles it, the host does not need it.
+
+/**
+ * The parts of Espruino's global `E` the codec uses, when there is one (on the chip, and in the
+ * simulator's vm context); in Node there is none and the codec works on plain strings instead.
+ */
+declare const E:
+  | {
+      toString(data: ArrayBuffer | Uint8Array): string;
+      toUint8Array?: (s: string) => Uint8Array;
+      toArrayBuffer?: (s: string) => ArrayBuffer;
+    }
+  | undefined;
 
 export const OP_CONT = 0;
 export const OP_TEXT = 1;
@@ -56,7 +70,7 @@ export function wsMask(d: string, k: string, o: number): string {
     // A fresh copy padded to whole 16-byte blocks, XORed in place through a word view of the string
     // itself (E.toArrayBuffer references it): no flat buffer to allocate, no copy back.
     const c = d + PAD.substr(n & 15);
-    const w = new Int32Array((E.toArrayBuffer as (s: string) => ArrayBuffer)(c));
+    const w = new Int32Array((E!.toArrayBuffer as (s: string) => ArrayBuffer)(c));
     const L = w.length;
     for (let i = 0; i < L; i += 4) {
       w[i] ^= m;
