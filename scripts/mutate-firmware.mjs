@@ -15,7 +15,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const TESTS = {
   'relay.ts': ['test/firmware-bundle.test.ts'],
   'exec.ts': ['test/firmware-bundle.test.ts', 'test/firmware-stepper.test.ts', 'test/firmware-stepper-stop.test.ts'],
-  'link.ts': ['test/firmware-bundle.test.ts'],
+  'session.ts': ['test/firmware-bundle.test.ts'],
   'dedupe.ts': ['test/firmware-dedupe.test.ts', 'test/firmware-bundle.test.ts'],
   'stepper.ts': ['test/firmware-stepper.test.ts', 'test/firmware-stepper-stop.test.ts'],
 };
@@ -30,7 +30,7 @@ const MUTANTS = [
   ['relay-level', 'relay.ts', 'const lv = on ? onLevel(r) : onLevel(r) ^ 1;', 'const lv = onLevel(r);', 'off writes the on level'],
   ['relay-busy', 'relay.ts', 'return SLOT[i] >= 0 ?', 'return SLOT[i] > 0 ?', 'a busy channel in ring slot 0 is not refused'],
   ['relay-settle', 'relay.ts', 'setTimeout(SETTLE[i], r.settle_ms);', 'setTimeout(SETTLE[i], 0);', 'feedback read before the settle time'],
-  ['exec-replay', 'exec.ts', 'if (ringState(i) === DONE) linkSendJson(ringResult(i));', 'if (false) linkSendJson(ringResult(i));', 'a repeated rid does not replay the stored result'],
+  ['exec-replay', 'exec.ts', 'if (ringState(i) === DONE) sessionSendJson(ringResult(i));', 'if (false) sessionSendJson(ringResult(i));', 'a repeated rid does not replay the stored result'],
   ['exec-stop-dedupe', 'exec.ts', 'if (!a || !a.al || AN[i] !== a.n) {', 'if (!a || AN[i] !== a.n) {', 'a repeated stop is deduplicated away'],
   ['exec-args', 'exec.ts', "if (why) return reject(i, 'INVALID_ARGS', why);", '', 'invalid arguments are executed'],
   ['exec-nothomed', 'exec.ts', 'why = a.nh ? a.nh(f.p) : null;', 'why = null;', 'a move on an unhomed axis runs'],
@@ -49,7 +49,7 @@ const MUTANTS = [
   ['step-fault-first', 'stepper.ts', 'if (!closed(s.driver.fault)) return false;\n  enable(i, false);', 'return false;\n  enable(i, false);', 'a move starts with FAULT already asserted'],
   ['step-cancel-state', 'stepper.ts', "end(i, 'cancelled', 'encoder', false, 'CANCELLED',", "end(i, 'failed', 'encoder', false, 'CANCELLED',", 'a stopped move ends failed, not cancelled'],
   ['step-stop-check', 'stepper.ts', "if (bad) done(PS[k], 'failed', 'encoder', false, 'NO_FEEDBACK',", "if (false) done(PS[k], 'failed', 'encoder', false, 'NO_FEEDBACK',", 'an axis still moving after stop is confirmed stopped'],
-  ['link-jitter', 'link.ts', 'Math.round(backoff * (0.8 + 0.4 * (r32() / 4294967296)))', 'Math.round(backoff)', 'reconnect back-off without jitter'],
+  ['session-jitter', 'session.ts', 'Math.round(backoff * (0.8 + 0.4 * (r32() / 4294967296)))', 'Math.round(backoff)', 'reconnect back-off without jitter'],
 ];
 
 const only = (() => {

@@ -11,7 +11,7 @@ import { DEFAULT_RETENTION, type Retention } from './journal/retention.js';
 import { Journal } from './journal/journal.js';
 import type { PrunedCommand } from './journal/records.js';
 import type { TimerHandle } from '@proofrig/protocol/clock';
-import type { Link } from './link.js';
+import type { Link } from '@proofrig/protocol';
 import { Session, type SessionHandler } from './session.js';
 import { LogLimiter } from './log-limit.js';
 

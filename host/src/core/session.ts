@@ -27,7 +27,7 @@ import {
   type ToHostFrame,
 } from '@proofrig/protocol';
 import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
-import type { Link } from './link.js';
+import type { Link } from '@proofrig/protocol';
 import { newNonce } from './ids.js';
 import { remoteAddress, type LogLimiter } from './log-limit.js';
 
