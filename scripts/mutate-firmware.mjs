@@ -41,14 +41,14 @@ const MUTANTS = [
   ['dedupe-rack', 'dedupe.ts', '  pend[i] = false;\n  return true;', '  return true;', 'a confirmed result is never released'],
   ['dedupe-order', 'dedupe.ts', 'fin[o[j - 1]] > fin[i]', 'fin[o[j - 1]] < fin[i]', 'unconfirmed results are re-sent out of order'],
   ['step-tolerance', 'stepper.ts', 'if (err <= s.tolerance_mm + 1e-9)', 'if (err <= s.tolerance_mm * 10)', 'a position off by up to 10x the tolerance completes'],
-  ['step-dead-encoder', 'stepper.ts', 'if (n > -2 && n < 2 && SD[i] >= s.steps_per_mm) {', 'if (false) {', 'a dead encoder ends POSITION_ERROR instead of NO_FEEDBACK'],
+  ['step-dead-encoder', 'stepper.ts', 'if (n > -2 && n < 2 && stepsIssued[i] >= s.steps_per_mm) {', 'if (false) {', 'a dead encoder ends POSITION_ERROR instead of NO_FEEDBACK'],
   ['step-stall-code', 'stepper.ts', "end(i, 'failed', 'encoder', false, 'MOTOR_STALL',\n    s.axis + ': driver FAULT at '", "end(i, 'failed', 'encoder', false, 'POSITION_ERROR',\n    s.axis + ': driver FAULT at '", 'a stall is reported as a position error'],
   ['step-fault-home', 'stepper.ts', 'if (m !== MOVE && m !== HOME) return;', 'if (m !== MOVE) return;', 'a FAULT while homing is ignored'],
   ['step-limit-dir', 'stepper.ts', 'if (m !== MOVE || (DIR[i] > 0) !== max) return;', 'if (m !== MOVE) return;', 'a switch behind the direction of travel stops the move'],
-  ['step-limit-target', 'stepper.ts', 'if (Math.abs(pos(i) - TGT[i]) <= s.tolerance_mm) return settle(i);', '', 'a move to the end of travel fails LIMIT_HIT'],
+  ['step-limit-target', 'stepper.ts', 'if (Math.abs(pos(i) - TGT[i]) <= s.tolerance_mm) return awaitVerdict(i);', '', 'a move to the end of travel fails LIMIT_HIT'],
   ['step-fault-first', 'stepper.ts', 'if (!closed(s.driver.fault)) return false;\n  enable(i, false);', 'return false;\n  enable(i, false);', 'a move starts with FAULT already asserted'],
   ['step-cancel-state', 'stepper.ts', "end(i, 'cancelled', 'encoder', false, 'CANCELLED',", "end(i, 'failed', 'encoder', false, 'CANCELLED',", 'a stopped move ends failed, not cancelled'],
-  ['step-stop-check', 'stepper.ts', "if (bad) done(PS[k], 'failed', 'encoder', false, 'NO_FEEDBACK',", "if (false) done(PS[k], 'failed', 'encoder', false, 'NO_FEEDBACK',", 'an axis still moving after stop is confirmed stopped'],
+  ['step-stop-check', 'stepper.ts', "if (bad) done(stopSlots[k], 'failed', 'encoder', false, 'NO_FEEDBACK',", "if (false) done(stopSlots[k], 'failed', 'encoder', false, 'NO_FEEDBACK',", 'an axis still moving after stop is confirmed stopped'],
   ['session-jitter', 'session.ts', 'Math.round(backoff * (0.8 + 0.4 * (r32() / 4294967296)))', 'Math.round(backoff)', 'reconnect back-off without jitter'],
 ];
 

@@ -230,7 +230,7 @@ export class HostCore implements SessionHandler {
     this.devices.observe(s.dev!, f.s);
     this.journal.afterCommit(() => {
       if (fresh) this.log.warn({ evt: 'device_event', device_id: s.dev, boot: s.boot, kind: f.k, ch: f.ch, msg: f.msg }, 'interlock acted on the device');
-      s.sendRider({ t: 'rack', rid: f.id });
+      s.sendWithNext({ t: 'rack', rid: f.id });
     });
   }
 
@@ -266,10 +266,10 @@ export class HostCore implements SessionHandler {
     switch (f.t) {
       case 'ack':
         // The device's Nagle holds the `res` (or `prog`) that follows until this is acknowledged.
-        s.answerNagle(f.rid);
+        s.releaseDeviceNagle(f.rid);
         return this.commands.ack(s, f);
       case 'prog':
-        s.answerNagle(f.rid);
+        s.releaseDeviceNagle(f.rid);
         return this.commands.progress(s, f);
       case 'res':
         s.resultIn(f.rid);

@@ -201,8 +201,8 @@ export abstract class GroupCommit {
       return fn();
     } finally {
       this.grouping--;
-      // settle() itself waits for the outermost group to end.
-      if (!this.defer && this.db.open) this.settle();
+      // commitBatch() itself waits for the outermost group to end.
+      if (!this.defer && this.db.open) this.commitBatch();
     }
   }
 
@@ -234,7 +234,7 @@ export abstract class GroupCommit {
   }
 
   /** Commit the open batch (if any), then run what waited for it; on failure roll back and tell every waiter. */
-  settle(): void {
+  commitBatch(): void {
     if (!this.pending || this.grouping) return;
     try {
       this.guard();
@@ -305,7 +305,7 @@ export abstract class GroupCommit {
       this.run(done);
       if (this.commitAfterSync) {
         this.commitAfterSync = false;
-        this.settle();
+        this.commitBatch();
       }
       this.startSync();
     });
@@ -402,7 +402,7 @@ export abstract class GroupCommit {
         if (!this.db.open) return;
         // Group commit: while an fsync runs, the batch stays open and grows; it commits when the fsync returns.
         if (this.syncing) this.commitAfterSync = true;
-        else this.settle();
+        else this.commitBatch();
       });
     }
   }
@@ -414,7 +414,7 @@ export abstract class GroupCommit {
     this.begin();
     this.rowWrites++;
     // Inside the open batch a write gets no savepoint of its own (they were 30 % of the journal's
-    // time per command, measured): a write that fails poisons the batch instead, and settle() rolls
+    // time per command, measured): a write that fails poisons the batch instead, and commitBatch() rolls
     // the whole batch back as it does a failed COMMIT, so nothing partial is ever committed.
     try {
       f();
@@ -433,7 +433,7 @@ export abstract class GroupCommit {
       busy.delete(this);
       return;
     }
-    this.settle();
+    this.commitBatch();
     // What still waits for an fsync is synced here, before the process may exit.
     if (!this.broken && (this.syncing || this.unsynced)) {
       const waiting = [...this.covered.splice(0), ...this.next.splice(0)];
