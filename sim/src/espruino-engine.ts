@@ -28,9 +28,9 @@ export function espruinoBinary(env: NodeJS.ProcessEnv = process.env): string {
   const bin = env.PROOFRIG_ESPRUINO;
   if (!bin)
     throw new Error(
-      'the Espruino engine needs the Espruino interpreter: build it with ../shared/espruino/build.sh and set PROOFRIG_ESPRUINO to the path it prints',
+      'the Espruino engine needs the Espruino interpreter: build it with scripts/build-espruino.sh and set PROOFRIG_ESPRUINO to the path it prints',
     );
-  if (!existsSync(bin)) throw new Error(`PROOFRIG_ESPRUINO=${bin}: no such file (build it with ../shared/espruino/build.sh)`);
+  if (!existsSync(bin)) throw new Error(`PROOFRIG_ESPRUINO=${bin}: no such file (build it with scripts/build-espruino.sh)`);
   return bin;
 }
 

@@ -13,7 +13,7 @@ export const ESPRUINO_AVAILABLE = !!bin && existsSync(bin);
 
 if (!ESPRUINO_AVAILABLE && process.env.CI)
   throw new Error(
-    `CI requires the Espruino tier: PROOFRIG_ESPRUINO=${bin ?? '(unset)'} is not an interpreter; .ci/run builds one with ../shared/espruino/build.sh`,
+    `CI requires the Espruino tier: PROOFRIG_ESPRUINO=${bin ?? '(unset)'} is not an interpreter; .ci/run builds one with scripts/build-espruino.sh`,
   );
 
 /** A tier of the end-to-end suites: an engine, or 'chip-speed' (the Espruino engine under a chip-speed CPU quota). */
@@ -74,7 +74,7 @@ export function enginesUnderTest(): Engine[] {
   if (ESPRUINO_AVAILABLE) return ['vm', 'espruino'];
   if (!noticed) {
     noticed = true;
-    console.log('Espruino tier skipped: set PROOFRIG_ESPRUINO=$(../shared/espruino/build.sh | tail -n 1) to also run the end-to-end suites on the real interpreter');
+    console.log('Espruino tier skipped: set PROOFRIG_ESPRUINO=$(scripts/build-espruino.sh | tail -n 1) to also run the end-to-end suites on the real interpreter');
   }
   return ['vm'];
 }
