@@ -45,9 +45,9 @@ const PAD = '\0'.repeat(16);
 
 /**
  * Does E.toArrayBuffer give a view of the string itself (Espruino: a reference, so writes through a
- * typed array change the string) rather than of a copy (the vm simulation)? Measured on the
- * interpreter: masking through a flat copy (E.toUint8Array, then E.toString) was a quarter of the
- * firmware's instructions per relay command, mostly in finding room for the flat buffers.
+ * typed array change the string) rather than of a copy (the vm simulation)? Masking through a flat
+ * copy (E.toUint8Array, then E.toString) cost much of the firmware's instructions per relay command,
+ * mostly in finding room for the flat buffers (docs/performance.md, "Measurements behind the code").
  */
 const IN_PLACE = ((): boolean => {
   if (typeof E === 'undefined' || !E.toArrayBuffer) return false;
@@ -59,8 +59,7 @@ const IN_PLACE = ((): boolean => {
 /**
  * XOR bytes of d with the 4-byte key found at k[o..o+3] (WebSocket masking, HMAC key pads). On
  * Espruino, four bytes at a time in a Uint32Array with native conversions: a per-byte loop took
- * longer than everything else a frame costs (measured: ~130 µs per byte on the Linux interpreter
- * under load).
+ * longer than everything else a frame costs (docs/performance.md, "Measurements behind the code").
  */
 export function wsMask(d: string, k: string, o: number): string {
   const n = d.length;

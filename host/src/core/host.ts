@@ -36,7 +36,7 @@ export interface HostOptions {
 
 /**
  * A `rack` waits at most this long for the next frame to its device: long enough for a busy device's
- * next command (~10 ms apart at 100 devices) to take it along, and under the ~40 ms delayed ACK a
+ * next command to take it along, and under the delayed ACK (40 ms on Linux) a
  * silent host would leave the device's Nagle waiting for (the device only frees an outbox slot).
  */
 export const RACK_RIDE_MS = 20;

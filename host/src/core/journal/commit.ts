@@ -140,7 +140,7 @@ export abstract class GroupCommit {
    * Before SQLite writes (a batch begins or commits, a write of its own): the -shm file can still be
    * written, else the journal is lost (throws). SQLite maps it into memory; once the file is immutable or
    * its file system read-only, the kernel answers a write to a page of that mapping with SIGBUS, which ends
-   * the process without a word. access(2) sees both (EPERM, EROFS) first: one system call (~5 µs) at the
+   * the process without a word. access(2) sees both (EPERM, EROFS) first: one system call at the
    * BEGIN and one at the COMMIT of a batch. The database and -wal files are written with pwrite(2), which
    * fails with an error instead (a failed commit, rolled back); the timer checks all three once a second.
    */
@@ -413,8 +413,8 @@ export abstract class GroupCommit {
     if (!this.defer && !this.grouping) return this.durably(() => this.tx(f));
     this.begin();
     this.rowWrites++;
-    // Inside the open batch a write gets no savepoint of its own (they were 30 % of the journal's
-    // time per command, measured): a write that fails poisons the batch instead, and commitBatch() rolls
+    // Inside the open batch a write gets no savepoint of its own (they were a large share of the
+    // journal's time per command): a write that fails poisons the batch instead, and commitBatch() rolls
     // the whole batch back as it does a failed COMMIT, so nothing partial is ever committed.
     try {
       f();
