@@ -15,7 +15,7 @@ import { resolveFault, type AxisFault, type AxisFaultSpec, type RelayFault } fro
 import { Gpio, isValidPin } from './gpio.js';
 import { calibrate, chipSpeedUnavailable } from './chip-speed.js';
 import { EspruinoEngine, espruinoBinary, readFirmware } from './espruino-engine.js';
-import { DEFAULT_DROP_MS, SimLink, type DropDirection } from './link.js';
+import { DEFAULT_DROP_MS, SimNetwork, type DropDirection } from './network.js';
 import { defaultConnect, type ConnectFn } from './net.js';
 import { mulberry32, randomSeed, rngStreams, type Rng } from './prng.js';
 import { RelayModel, type RelayState } from './relay-model.js';
@@ -73,7 +73,7 @@ export class SimRig extends EventEmitter {
   private readonly opts: SimRigOptions;
   private readonly clock: Clock;
   private readonly gpio = new Gpio();
-  private readonly link: SimLink;
+  private readonly network: SimNetwork;
   private readonly connectFn: ConnectFn;
   private readonly physicsRng: Rng;
   private relays = new Map<number, RelayModel>();
@@ -103,7 +103,7 @@ export class SimRig extends EventEmitter {
     this.slideRng = streams.slide;
     this.connectFn = opts.connect ?? defaultConnect;
     this.storage = new SimStorage();
-    this.link = new SimLink(
+    this.network = new SimNetwork(
       this.clock,
       (state) => this.safeEmit('link', state),
       (by, heldMs) => this.safeEmit('nagle', by, heldMs),
@@ -122,7 +122,7 @@ export class SimRig extends EventEmitter {
         chipSpeed: opts.chipSpeed ? calibrate(binary) : undefined,
         gpio: this.gpio,
         clock: this.clock,
-        link: this.link,
+        network: this.network,
         telnetPort: opts.telnetPort,
         print: (text) => this.printLines(text),
         onWrite: (pin, level) => this.safeEmit('write', pin, level),
@@ -202,7 +202,7 @@ export class SimRig extends EventEmitter {
       boot,
       gpio: this.gpio,
       storage: this.storage,
-      link: this.link,
+      network: this.network,
       connect: this.connectFn,
       sourceLength: source.length,
       reboot: (why) => this.hardReset(boot, why),
@@ -297,7 +297,7 @@ export class SimRig extends EventEmitter {
     for (const s of this.slides.values()) s.dispose();
     this.slides.clear();
     this.esp?.dispose();
-    this.link.dispose();
+    this.network.dispose();
   }
 
   // ---- faults --------------------------------------------------------------------------------------
@@ -350,7 +350,7 @@ export class SimRig extends EventEmitter {
   /** The network swallows bytes for `ms` (default 1500); new connections fail with -9 meanwhile. */
   linkDrop(opts: { direction?: DropDirection; ms?: number } = {}): void {
     if (this.dead) return;
-    this.link.drop(opts.direction ?? 'both', opts.ms ?? DEFAULT_DROP_MS);
+    this.network.drop(opts.direction ?? 'both', opts.ms ?? DEFAULT_DROP_MS);
   }
 
   // ---- observation ---------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import { AddressCaps } from './address-caps.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { DASHBOARD_HTML } from '../dashboard/page.js';
 import { serveEvents } from '../dashboard/events.js';
-import { COOKIE, DashboardLinks, LINK_TTL_MS, SESSION_TTL_MS } from '../dashboard/link.js';
+import { COOKIE, DashboardLinks, LINK_TTL_MS, SESSION_TTL_MS } from '../dashboard/one-time-link.js';
 import { OPERATOR_PATH, operatorCall, operatorRefusal, operatorWho } from '../dashboard/operator.js';
 
 export const MCP_PATH = '/mcp';
