@@ -41,6 +41,12 @@ const ELSEWHERE: Partial<Record<ErrorCode, string>> = {
   COMMAND_PRUNED: 'needs journal retention to have pruned the command: test/journal-retention.test.ts',
 };
 
+/** An action's final status and its story (detail, history, host log), as expect's two arguments. */
+async function told(e: E2E, p: Promise<{ final: CommandStatus }>): Promise<[CommandStatus, string]> {
+  const { final } = await p;
+  return [final, e.story(final)];
+}
+
 describe('the error-code table', () => {
   it('every row is walked here or named with the suite that pins it, and its retry column is what the protocol says', () => {
     expect([...WALKED, ...Object.keys(ELSEWHERE)].sort()).toEqual(Object.keys(ERROR_CODES).sort());
@@ -96,12 +102,12 @@ describe('relay rig rows', () => {
     expect(final).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED', verified: false });
     await e.waitOnline();
     await refresh();
-    expect((await e.act('relay_set', { device_id: RIG, channel: 2, on: true })).final).toMatchObject({ state: 'completed', verified: true });
+    expect(...(await told(e, e.act('relay_set', { device_id: RIG, channel: 2, on: true })))).toMatchObject({ state: 'completed', verified: true });
   });
 
   it('INVALID_ARGS (retry: fix input) succeeds with the input fixed', async () => {
     expect(sc(await e.call('relay_set', { device_id: RIG, channel: 9, on: true }))).toMatchObject({ state: 'rejected', error_code: 'INVALID_ARGS' });
-    expect((await e.act('relay_set', { device_id: RIG, channel: 1, on: false })).final).toMatchObject({ state: 'completed', verified: true });
+    expect(...(await told(e, e.act('relay_set', { device_id: RIG, channel: 1, on: false })))).toMatchObject({ state: 'completed', verified: true });
   });
 
   it('UNKNOWN_ACTION (retry: no): no tool sends one, the core refuses it, and asking again changes nothing', async () => {
@@ -118,10 +124,10 @@ describe('relay rig rows', () => {
   ] as const) {
     it(`${code} (retry: after fresh state read) succeeds once the fault is gone and the state was read`, async () => {
       rig().setFault(`relay${ch}`, fault);
-      expect((await e.act('relay_set', { device_id: RIG, channel: ch, on: true })).final).toMatchObject({ state: 'failed', error_code: code, verified: false });
+      expect(...(await told(e, e.act('relay_set', { device_id: RIG, channel: ch, on: true })))).toMatchObject({ state: 'failed', error_code: code, verified: false });
       rig().setFault(`relay${ch}`, null);
       await refresh();
-      expect((await e.act('relay_set', { device_id: RIG, channel: ch, on: true })).final).toMatchObject({ state: 'completed', verified: true });
+      expect(...(await told(e, e.act('relay_set', { device_id: RIG, channel: ch, on: true })))).toMatchObject({ state: 'completed', verified: true });
     });
   }
 
@@ -138,7 +144,7 @@ describe('relay rig rows', () => {
     expect(final).toMatchObject({ state: 'timeout', error_code: 'TIMEOUT', verified: false });
     await until(() => e.running.core.devices.view(RIG)!.online === true, 15000, 'back online');
     await refresh();
-    expect((await e.act('relay_set', { device_id: RIG, channel: 1, on: true })).final).toMatchObject({ state: 'completed', verified: true });
+    expect(...(await told(e, e.act('relay_set', { device_id: RIG, channel: 1, on: true })))).toMatchObject({ state: 'completed', verified: true });
   });
 
   it('UNKNOWN_COMMAND (retry: no): an unknown command id is a tool error, every time', async () => {
@@ -161,17 +167,17 @@ describe('stepper rig rows', () => {
   const refresh = async () => expect(sc(await e.call('get_device_status', { device_id: DEV, refresh: true }))).toMatchObject({ source: 'device' });
 
   it('NOT_HOMED (retry: fix input) succeeds after homing', async () => {
-    expect((await move(10)).final).toMatchObject({ state: 'rejected', error_code: 'NOT_HOMED', executed: false });
-    expect((await e.act('stepper_home', { device_id: DEV, axis: 'x' })).final).toMatchObject({ state: 'completed', verified: true });
-    expect((await move(10)).final).toMatchObject({ state: 'completed', evidence: 'encoder', verified: true });
+    expect(...(await told(e, move(10)))).toMatchObject({ state: 'rejected', error_code: 'NOT_HOMED', executed: false });
+    expect(...(await told(e, e.act('stepper_home', { device_id: DEV, axis: 'x' })))).toMatchObject({ state: 'completed', verified: true });
+    expect(...(await told(e, move(10)))).toMatchObject({ state: 'completed', evidence: 'encoder', verified: true });
   });
 
   it('BUSY (retry: after fresh state read) succeeds once the running move ended and the state was read', async () => {
     const long = sc(await e.call('stepper_move', { device_id: DEV, axis: 'x', target_mm: 40 }));
-    expect((await move(20)).final).toMatchObject({ state: 'rejected', error_code: 'BUSY', executed: false });
+    expect(...(await told(e, move(20)))).toMatchObject({ state: 'rejected', error_code: 'BUSY', executed: false });
     expect(await e.waitTerminal(long.command_id)).toMatchObject({ state: 'completed' });
     await refresh();
-    expect((await move(20)).final).toMatchObject({ state: 'completed', verified: true });
+    expect(...(await told(e, move(20)))).toMatchObject({ state: 'completed', verified: true });
   });
 
   it('CANCELLED (retry: after fresh state read): a stopped move ends cancelled; the retried move completes', async () => {
@@ -180,31 +186,31 @@ describe('stepper rig rows', () => {
     expect(sc(await e.call('stop_device', { device_id: DEV }))).toMatchObject({ state: 'completed', evidence: 'encoder', verified: true });
     expect(await e.waitTerminal(m.command_id)).toMatchObject({ state: 'cancelled', error_code: 'CANCELLED' });
     await refresh();
-    expect((await move(60)).final).toMatchObject({ state: 'completed', verified: true });
+    expect(...(await told(e, move(60)))).toMatchObject({ state: 'completed', verified: true });
   });
 
   it('MOTOR_STALL and STATE_READ_REQUIRED (both: after fresh state read): refused until the state is read, then the move completes', async () => {
     rig().setFault('x', 'stall', '70');
-    expect((await move(80)).final).toMatchObject({ state: 'failed', error_code: 'MOTOR_STALL', verified: false });
+    expect(...(await told(e, move(80)))).toMatchObject({ state: 'failed', error_code: 'MOTOR_STALL', verified: false });
     rig().setFault('x', null);
-    expect((await move(80)).final).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED', executed: false });
+    expect(...(await told(e, move(80)))).toMatchObject({ state: 'rejected', error_code: 'STATE_READ_REQUIRED', executed: false });
     await refresh();
-    expect((await move(80)).final).toMatchObject({ state: 'completed', verified: true });
+    expect(...(await told(e, move(80)))).toMatchObject({ state: 'completed', verified: true });
   });
 
   it('POSITION_ERROR (retry: after fresh state read) succeeds once steps are no longer lost', async () => {
     rig().setFault('x', 'missed_steps', '20%');
-    expect((await move(50)).final).toMatchObject({ state: 'failed', error_code: 'POSITION_ERROR', verified: false });
+    expect(...(await told(e, move(50)))).toMatchObject({ state: 'failed', error_code: 'POSITION_ERROR', verified: false });
     rig().setFault('x', null);
     await refresh();
-    expect((await move(50)).final).toMatchObject({ state: 'completed', verified: true });
+    expect(...(await told(e, move(50)))).toMatchObject({ state: 'completed', verified: true });
   });
 
   it('LIMIT_HIT (retry: after fresh state read) succeeds once the switch is free', async () => {
     rig().setFault('x', 'limit_stuck');
-    expect((await move(70)).final).toMatchObject({ state: 'failed', error_code: 'LIMIT_HIT', verified: false });
+    expect(...(await told(e, move(70)))).toMatchObject({ state: 'failed', error_code: 'LIMIT_HIT', verified: false });
     rig().setFault('x', null);
     await refresh();
-    expect((await move(70)).final).toMatchObject({ state: 'completed', verified: true });
+    expect(...(await told(e, move(70)))).toMatchObject({ state: 'completed', verified: true });
   });
 });

@@ -67,12 +67,18 @@ const V: number[] = [];
 const TGT: number[] = [];
 /** Commanded position when stepsIssued was last zeroed, mm: cmd = cmdOrigin + DIR × stepsIssued / steps_per_mm. */
 const cmdOrigin: number[] = [];
-/** Encoder count and stepsIssued at the last tick, and stepsIssued at the last tick that saw the count change. */
+/** Encoder count at the last tick, and stepsIssued at the last tick that saw the count change. */
 const countAtTick: number[] = [];
-const stepsAtTick: number[] = [];
 const stepsAtLastCount: number[] = [];
 /** The encoder came back after this move's steps ran on without a single count for a while (encGap). */
 const BACK: boolean[] = [];
+/**
+ * The longest time between two encoder edges at the step rate running now before the encoder counts
+ * as having stopped (encGap's steps at HZ; 1e9 while no steps run). Judged per edge from the edges'
+ * own times, not at the tick: a tick that runs late (the JavaScript busy with a frame) runs before
+ * the edges queued meanwhile, and by tick sampling the encoder would look silent for that long.
+ */
+const edgeGapS: number[] = [];
 const IV: (TimerId | undefined)[] = [];
 /** analogWrite options, one object per axis, retuned in place. */
 const PO: { freq: number }[] = [];
@@ -121,6 +127,7 @@ function enable(i: number, on: boolean): void {
 
 function setHz(i: number, hz: number): void {
   HZ[i] = hz;
+  edgeGapS[i] = (encGap(AX[i]) * AX[i].steps_per_mm) / hz;
   PO[i].freq = hz;
   pinPwm(AX[i].driver.step_pin, PO[i]);
 }
@@ -132,6 +139,7 @@ function halt(i: number): void {
   if (HZ[i]) stepsIssued[i] += HZ[i] * (t - integratedAt[i]);
   integratedAt[i] = t;
   HZ[i] = 0;
+  edgeGapS[i] = 1e9;
   if (IV[i] !== undefined) clearInterval(IV[i]);
   IV[i] = undefined;
 }
@@ -242,17 +250,14 @@ function outside(i: number): boolean {
 }
 
 /**
- * At a tick (and at the end): if the encoder counted since the last tick, the steps issued over the
- * ticks before that saw no count at all (stepsAtTick - stepsAtLastCount) are a stretch it was dead for; a long one marks the
- * move (BACK). Steps and counts are compared tick by tick, so a late tick cannot look like a gap.
+ * At a tick (and at the end): the steps issued when the encoder was last seen counting, for end()'s
+ * "silent at the end" check. A gap in the middle of the motion is judged per edge (edgeGapS).
  */
 function counted(i: number): void {
   if (CNT[i] !== countAtTick[i]) {
-    if (stepsAtTick[i] - stepsAtLastCount[i] >= encGap(AX[i]) * AX[i].steps_per_mm) BACK[i] = true;
     countAtTick[i] = CNT[i];
     stepsAtLastCount[i] = stepsIssued[i];
   }
-  stepsAtTick[i] = stepsIssued[i];
 }
 
 function tick(i: number): void {
@@ -302,7 +307,7 @@ function start(i: number, dir: number, steps: number, v: number, mode: number): 
   C0[i] = CNT[i];
   cmdOrigin[i] = pos(i);
   countAtTick[i] = CNT[i];
-  stepsAtTick[i] = stepsAtLastCount[i] = 0;
+  stepsAtLastCount[i] = 0;
   BACK[i] = false;
   T0[i] = integratedAt[i] = TP[i] = getTime();
   setHz(i, MIN_HZ);
@@ -333,7 +338,7 @@ function moveRun(slot: number, p: Record<string, unknown>): void {
   cmdOrigin[i] = pos(i);
   stepsIssued[i] = 0;
   countAtTick[i] = CNT[i];
-  stepsAtTick[i] = stepsAtLastCount[i] = 0;
+  stepsAtLastCount[i] = 0;
   BACK[i] = false;
   if (!steps) return verdict(i);
   if (faultFirst(i)) return;
@@ -354,7 +359,7 @@ function homeRun(slot: number, p: Record<string, unknown>): void {
   MODE[i] = HOME;
   stepsIssued[i] = 0;
   countAtTick[i] = CNT[i];
-  stepsAtTick[i] = stepsAtLastCount[i] = 0;
+  stepsAtLastCount[i] = 0;
   BACK[i] = false;
   if (closed(s.home)) return homed(i, 'already closed');
   if (faultFirst(i)) return;
@@ -460,11 +465,15 @@ function makers(i: number): void {
   const s = AX[i];
   const e = s.encoder;
   // x2 decoding from one watch on A with B sampled at the edge: towards +mm A differs from B
-  // after every A edge. No allocation here: ~750 calls/s at 30 mm/s.
+  // after every A edge. No allocation here: ~750 calls/s at 30 mm/s. An edge that follows the
+  // previous one (lastTime), or the start of this command's motion (T0), by more than edgeGapS
+  // means the encoder had stopped counting while steps ran: BACK.
   pinInput(e.a_pin, e.pull);
   pinInput(e.b_pin, e.pull);
   watchOk(pinWatch(function (ev) {
     CNT[i] += !ev.state !== !ev.data ? 1 : -1;
+    const lt = ev.lastTime as number;
+    if (ev.time - (lt > T0[i] ? lt : T0[i]) > edgeGapS[i]) BACK[i] = true;
   }, e.a_pin, { repeat: true, edge: 'both', data: e.b_pin }), e.a_pin, s.axis + ' encoder A', e.pull);
   inputs(s.driver.fault, function () {
     fault(i);
@@ -492,6 +501,7 @@ export function stepperInit(b: BoardDef, d: Done, p: (slot: number, pct: number,
     SLOT[i] = -1;
     MODE[i] = IDLE;
     HOMED[i] = false;
+    edgeGapS[i] = 1e9;
     C0[i] = DIR[i] = stepsToIssue[i] = stepsIssued[i] = HZ[i] = T0[i] = integratedAt[i] = TP[i] = V[i] = TGT[i] = cmdOrigin[i] = stopCounts[i] = 0;
     stopCovers[i] = false;
     PO[i] = { freq: MIN_HZ };
