@@ -13,7 +13,10 @@ export default defineConfig({
         ...common,
         projects: [
           { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], env: { PROOFRIG_TIER_PHASE: 'suite' }, sequence: { groupOrder: 0 } } },
-          { extends: true, test: { name: 'chip-speed', include: CHIP_PHASE_FILES, env: { PROOFRIG_TIER_PHASE: 'chip' }, sequence: { groupOrder: 1 } } },
+          // One retry: the quota emulates the chip only while the host gives the interpreter its share,
+          // and a run of about ten chip-speed specs saw one of them starved now and then (docs/chip-speed.md).
+          // A spec that fails twice fails the run; the first failure is printed (test/helpers/engines.ts).
+          { extends: true, test: { name: 'chip-speed', include: CHIP_PHASE_FILES, env: { PROOFRIG_TIER_PHASE: 'chip' }, sequence: { groupOrder: 1 }, retry: 1 } },
         ],
       }
     : { ...common, include: ['test/**/*.test.ts'] },

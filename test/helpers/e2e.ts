@@ -29,7 +29,7 @@ export interface E2E {
   waitOnline(dev?: string, ms?: number): Promise<void>;
   /**
    * What happened to a command, for an assertion's message (`expect(final, e.story(final))`): its
-   * detail, its journal history and the host's log lines about its device, times relative to its
+   * detail, its journal history, the host's log lines about its device and the device's console, times relative to its
    * submission. A failure on a slow machine then says why instead of only which field differed.
    */
   story(c: CommandStatus): string;
@@ -124,8 +124,12 @@ export async function startE2E(
       const rel = (t: unknown) => (typeof t === 'number' ? `+${t - t0} ms` : '?');
       const hist = running.core.commands.history(c.command_id).map((h) => `  ${rel(h.at)} ${h.state}${h.note ? ` (${h.note})` : ''}`);
       const lines = logs
-        .filter((l) => l.device_id === c.device_id && (l.command_id === c.command_id || l.command_id === undefined) && l.evt !== 'sim_console')
-        .map((l) => `  ${rel(l.time)} ${String(l.evt ?? l.msg)}${l.reason ? ` ${String(l.reason)}` : ''}${l.detail ? `: ${String(l.detail)}` : ''}`);
+        .filter((l) => l.device_id === c.device_id && (l.command_id === c.command_id || l.command_id === undefined))
+        .map((l) =>
+          l.evt === 'sim_console'
+            ? `  ${rel(l.time)} device console: ${String(l.line).replace(/[\r\x1b]\[?J?|^>/g, '').trim()}`
+            : `  ${rel(l.time)} ${String(l.evt ?? l.msg)}${l.reason ? ` ${String(l.reason)}` : ''}${l.detail ? `: ${String(l.detail)}` : ''}`,
+        );
       return [`${c.state} ${c.error_code ?? ''} after ${c.elapsed_ms} ms (deadline ${c.deadline_ms} ms): ${c.detail ?? ''}`, 'history:', ...hist, 'host log:', ...lines].join('\n');
     },
     async waitOnline(dev = o.device ?? RIG, ms = slow ? 30000 : 8000) {
