@@ -67,7 +67,7 @@ export interface Sht3xSensorDef extends SensorBase {
 /**
  * An analog input read with analogRead (0..1 of the ADC range): value = raw * scale + offset.
  * An ACS712-5A (185 mV/A, 2.5 V at 0 A) behind a 2:3 divider into 3.3 V full scale reads
- * amps = raw * 26.76 - 9.01.
+ * amps = raw * 26.757 - 13.514 (boards/climate-rig.json).
  */
 export interface AdcSensorDef extends SensorBase {
   kind: 'adc';

@@ -74,7 +74,7 @@ global.analogRead=function(p){return +ask('a'+pin(p));};
 var IS=0,I2=global.I2C1;function ib(a,d){var k,j,x;for(k=0;k<a.length;k++){x=a[k];if(typeof x=='number')d.push(x&255);else if(typeof x=='string')for(j=0;j<x.length;j++)d.push(x.charCodeAt(j)&255);else if(x&&x.length!==undefined)ib(x,d);}return d;}
 function ia(a){return typeof a=='object'&&a?+a.address:+a;}
 I2.setup=function(o){IS=1;};
-I2.writeTo=function(a){if(!IS)throw new Error('I2C device not set up');var n=ia(a),d=ib(Array.prototype.slice.call(arguments,1),[]);if(ask('IW'+n+' '+(d.join(',')||'-'))!='1')throw new Error('I2C: no ACK from address 0x'+n.toString(16));};
+I2.writeTo=function(a){if(!IS)throw new Error('I2C device not set up');var n=ia(a),d=[],k;for(k=1;k<arguments.length;k++)ib([arguments[k]],d);if(ask('IW'+n+' '+(d.join(',')||'-'))!='1')throw new Error('I2C: no ACK from address 0x'+n.toString(16));};
 I2.readFrom=function(a,q){if(!IS)throw new Error('I2C device not set up');var n=ia(a),s=ask('IR'+n+' '+(q|0));if(!s||s=='-')throw new Error('I2C: no ACK from address 0x'+n.toString(16));return new Uint8Array(s.split(',').map(Number));};
 global.analogWrite=function(p,v,o){var f=o&&o.freq>0?o.freq:0;v=+v||0;tx('A'+pin(p)+' '+Math.min(1,Math.max(0,v))+' '+f);};
 global.digitalPulse=function(p,v,t){var n=pin(p);if(t===0)return;if(typeof t=='number'){if(!(t>=0))throw new Error('Pulse Time given for digitalPulse is less than 0, or not a number');t=[t];}
