@@ -132,9 +132,7 @@ export function registerSensorTools(ctx: ToolContext): void {
     {
       title: 'Read a sensor',
       description:
-        'Reads a sensor (name alone, or device_id + sensor): value, unit, status, measured_at, age_ms. status "ok" is the only case with a value; BUS_NAK (no answer: unplugged or unpowered), ' +
-        'SENSOR_CRC and OUT_OF_RANGE never carry a number. source "cache" answers from the last reading (SENSOR_STALE when too old). ' +
-        'fresh_after=<command_id> (+ delay_ms) reads only after that command ended, e.g. after switching on the sensor\'s supply relay.',
+        'Reads a sensor now: a value only with status ok; BUS_NAK (no answer), SENSOR_CRC, OUT_OF_RANGE carry none. fresh_after=command_id reads only after that command ended.',
       inputSchema: ReadSensorInput,
       outputSchema: SensorReadingSchema,
       annotations: { readOnlyHint: true, idempotentHint: true },
