@@ -10,6 +10,7 @@ import { VirtualClock } from '@proofrig/protocol/clock';
 import { Gpio } from '../sim/src/gpio.js';
 import { mulberry32 } from '../sim/src/prng.js';
 import { SensorModels } from '../sim/src/sensor-models.js';
+import { resolveFault } from '@proofrig/sim';
 
 const climate = (): Record<string, unknown> & BoardDef => JSON.parse(readFileSync(new URL('../boards/climate-rig.json', import.meta.url), 'utf8'));
 
@@ -118,6 +119,12 @@ describe('the simulator sensor models', () => {
     m.setFault('air_temp', 'slow');
     expect(take()).toBeNull();
     expect(() => m.setFault('co2', 'crc')).toThrow('no sensor "co2" on this rig; sensors: air_temp, air_rh, heater_current');
+  });
+
+  it('--fault DEV:SENSOR:FAULT names a sensor by its id, and an unknown fault lists the known ones', () => {
+    expect(resolveFault(climate(), 'air_temp', 'unplugged')).toEqual({ kind: 'sensor', id: 'air_temp', fault: 'unplugged' });
+    expect(() => resolveFault(climate(), 'air_temp', 'melted')).toThrow('unknown fault "melted" for sensor air_temp; known: unplugged, stuck, crc, slow, noisy (or null to clear)');
+    expect(() => resolveFault(climate(), 'co2', 'crc')).toThrow(/this rig's parts: relay1, relay2, relay3, air_temp, air_rh, heater_current/);
   });
 
   it('the ACS712 reads its current through the divider with noise; unplugged it reads 0 V', () => {

@@ -309,18 +309,19 @@ export class SimRig extends EventEmitter {
   // ---- faults --------------------------------------------------------------------------------------
 
   /**
-   * Inject (or clear, with null) a fault on a relay ('relay1'..'relayN') or an axis ('x').
+   * Inject (or clear, with null) a fault on a relay ('relay1'..'relayN'), an axis ('x') or a sensor (its id).
    * `where` is parseFault's text after "@": setFault('x', 'stall', '80') puts an obstruction at 80 mm,
    * setFault('x', 'missed_steps', '5%') loses 5 % of the steps; relay faults take none. One fault per
    * part: a new one replaces the old. Throws for an unknown part, fault or WHERE, naming what exists.
    */
-  setFault(part: string, fault: RelayFault | AxisFault | null, where?: string): void {
+  setFault(part: string, fault: RelayFault | AxisFault | SensorFault | null, where?: string): void {
     let r;
     try {
       r = resolveFault(this.boardDef, part, fault, where);
     } catch (e) {
       throw new Error(`setFault: ${(e as Error).message}`);
     }
+    if (r.kind === 'sensor') return this.setSensorFault(r.id, r.fault);
     if (r.kind === 'relay') {
       if (r.fault === null) this.faults.delete(r.ch);
       else this.faults.set(r.ch, r.fault);
