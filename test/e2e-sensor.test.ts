@@ -104,6 +104,16 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
     expect(ok.r.value).toBeCloseTo(61.5, 1);
   });
 
+  picked(engine, false)('fresh_after a supply command that failed reads nothing, and says why', async () => {
+    e = await start(engine);
+    e.running.rigs.get(DEV)!.setFault('relay3', 'pin_stuck_high');
+    const { final } = await e.act('relay_set', { device_id: DEV, channel: 3, on: true });
+    expect(final).toMatchObject({ state: 'failed', error_code: 'READBACK_MISMATCH' });
+    const r = await read({ device_id: DEV, sensor: 'air_temp', fresh_after: final.command_id, delay_ms: 600 });
+    expect(r.r).toMatchObject({ status: 'not_read', value: null, command_id: null });
+    expect(r.first).toBe(`air temperature (air_temp on climate-rig) was NOT read: command ${final.command_id} (relay.set) ended failed READBACK_MISMATCH, so what it should have changed did not happen.`);
+  });
+
   picked(engine, false)('the ACS712 on the ADC: the current it carries, and OUT_OF_RANGE (no value) when unplugged', async () => {
     e = await start(engine);
     const rig = e.running.rigs.get(DEV)!;

@@ -10,8 +10,11 @@ import { SENSOR_READ } from '@proofrig/protocol/kinds';
 import type { CommandStatus } from '../../core/command-view.js';
 import { toolError, type ToolContext } from './context.js';
 
-/** Longest read_sensor waits for the command it reads after, and for its own reading, ms. */
-const MAX_WAIT_MS = 55000;
+// Waits, all inside the SDK clients' 60 s request timeout: for the fresh_after command, the delay
+// after it, and the reading itself.
+const AFTER_WAIT_MS = 30000;
+const MAX_DELAY_MS = 10000;
+const READ_WAIT_MS = 15000;
 
 export const ReadSensorInput = z.strictObject({
   name: z.string().min(1).max(MAX_LABEL_LENGTH).optional().describe('the sensor\'s label or id alone ("air temperature"), when it is unique on this host'),
@@ -19,7 +22,7 @@ export const ReadSensorInput = z.strictObject({
   sensor: z.string().min(1).max(MAX_LABEL_LENGTH).optional().describe('the sensor of device_id: its id ("air_temp") or label'),
   source: z.enum(['device', 'cache']).optional().describe('device (default) = take a reading now; cache = the last reading the device reported, SENSOR_STALE when older than the sensor\'s max_age_ms'),
   fresh_after: z.string().min(1).max(64).optional().describe('a command_id: the reading is taken only after that command ended completed or unverified (plus delay_ms), e.g. the relay that powers the sensor'),
-  delay_ms: z.number().int().min(0).max(MAX_WAIT_MS).optional().describe('with fresh_after: wait this long after that command ended (a power-up time) before reading'),
+  delay_ms: z.number().int().min(0).max(MAX_DELAY_MS).optional().describe('with fresh_after: wait this long after that command ended (a power-up time) before reading'),
   request_id: z.string().min(1).max(MAX_ID_LENGTH).regex(ID_CHARS, 'request_id ' + ID_RULE).optional().describe('optional idempotency key: the same request_id returns the same reading, never a second one'),
 });
 
@@ -155,14 +158,14 @@ export function registerSensorTools(ctx: ToolContext): void {
       let notBefore = 0;
       if (a.fresh_after !== undefined) {
         if (!core.status(a.fresh_after) || hidden(core.status(a.fresh_after)!.device_id)) return toolError('UNKNOWN_COMMAND', `no command "${a.fresh_after}" in the journal`);
-        const p = (await core.waitTerminal(a.fresh_after, MAX_WAIT_MS, extra.signal))!;
+        const p = (await core.waitTerminal(a.fresh_after, AFTER_WAIT_MS, extra.signal))!;
         if (!p.terminal) return notRead(`command ${p.command_id} (${p.action}) has not ended yet (${p.state}), so a reading now could predate it`);
         if (p.state !== 'completed' && p.state !== 'unverified')
           return notRead(`command ${p.command_id} (${p.action}) ended ${p.state}${p.error_code ? ' ' + p.error_code : ''}, so what it should have changed did not happen`);
         notBefore = Date.parse(p.terminal_at!) + (a.delay_ms ?? 0);
         await sleep(notBefore - Date.now(), extra.signal);
       } else if (a.delay_ms !== undefined) return toolError('INVALID_ARGS', 'delay_ms counts from the end of the fresh_after command; give fresh_after too');
-      const c = await act({ device_id: dev, action: SENSOR_READ.action, args: { id: s.id }, request_id: a.request_id }, MAX_WAIT_MS, extra);
+      const c = await act({ device_id: dev, action: SENSOR_READ.action, args: { id: s.id }, request_id: a.request_id }, READ_WAIT_MS, extra);
       // A repeated request_id replays its command: that reading may be older than the command it must follow.
       if (notBefore && Date.parse(c.submitted_at) < notBefore)
         return notRead(`request_id ${c.request_id} replays command ${c.command_id}, submitted before ${new Date(notBefore).toISOString()}: its reading could predate command ${a.fresh_after}; use a new request_id`);
