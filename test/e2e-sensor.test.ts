@@ -59,7 +59,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
     const on = await supplyOn();
     const t0 = Date.now();
     const fresh = await read({ device_id: DEV, sensor: 'air temperature', fresh_after: on, delay_ms: 600, request_id: 'temp-after-power' });
-    expect(fresh.r).toMatchObject({ status: 'ok', unit: '°C', source: 'device' });
+    expect(fresh.r, JSON.stringify(fresh.r)).toMatchObject({ status: 'ok', unit: '°C', source: 'device' });
     expect(fresh.r.value).toBeCloseTo(24.3, 1);
     expect(Date.parse(fresh.r.measured_at!)).toBeGreaterThanOrEqual(t0 + 500);
     expect(fresh.first).toMatch(/^air temperature \(air_temp on climate-rig\) reads 24\.3\d* °C measured/);
@@ -121,6 +121,17 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
     const amps = await read({ name: 'heater current' });
     expect(amps.r).toMatchObject({ status: 'ok', unit: 'A', sensor: 'heater_current' });
     expect(Math.abs(amps.r.value! - 2.0)).toBeLessThan(0.15);
+    const cached = await read({ name: 'heater current', source: 'cache' });
+    expect(cached.r).toMatchObject({ status: 'ok', source: 'cache', value: amps.r.value });
+    // The same reading: its time comes from the same snapshot, observed by the device cache and the command a moment apart.
+    const near = (x: string | null) => Math.abs(Date.parse(x!) - Date.parse(amps.r.measured_at!));
+    expect(near(cached.r.measured_at)).toBeLessThanOrEqual(5);
+    // max_age_ms of heater_current is 2000: after it the cache answers SENSOR_STALE and no value.
+    await new Promise((r) => setTimeout(r, 2100));
+    const stale = await read({ name: 'heater current', source: 'cache' });
+    expect(stale.r).toMatchObject({ status: 'SENSOR_STALE', value: null, source: 'cache' });
+    expect(near(stale.r.measured_at)).toBeLessThanOrEqual(5);
+    expect(stale.first).toMatch(/^heater current \(heater_current on climate-rig\): the last reading is too old to count \(measured \d+\.\d s ago, more than 2 s\)/);
 
     rig.setSensorFault('heater_current', 'unplugged');
     const gone = await read({ device_id: DEV, sensor: 'heater_current' });

@@ -14,8 +14,8 @@ import type { Rng } from './prng.js';
 export type SensorFault = 'unplugged' | 'stuck' | 'crc' | 'slow' | 'noisy';
 export const SENSOR_FAULTS: readonly SensorFault[] = ['unplugged', 'stuck', 'crc', 'slow', 'noisy'];
 
-/** The SHT3x's typical conversion at high repeatability, as a fraction of the board's conversion_ms. */
-const SHT3X_TYPICAL = 0.8;
+/** The SHT3x's typical conversion at high repeatability (datasheet: 12.5 ms typical, 15 ms max), ms. */
+const SHT3X_TYPICAL_MS = 12.5;
 /** ADC noise, standard deviation as a fraction of full scale (about 8 LSB of 12 bits). */
 const ADC_NOISE = 0.002;
 
@@ -70,7 +70,7 @@ class Sht3xChip {
     if (!this.present()) return false;
     if (bytes.length === 2 && bytes[0] === SHT3X_MEASURE[0] && bytes[1] === SHT3X_MEASURE[1]) {
       const conv = Math.max(...this.defs.map((d) => d.conversion_ms));
-      this.readyAt = this.clock.now() + conv * (this.fault('slow') ? 4 : SHT3X_TYPICAL);
+      this.readyAt = this.clock.now() + (this.fault('slow') ? conv * 4 : Math.min(conv, SHT3X_TYPICAL_MS));
       this.data = this.measure();
     }
     return true;
