@@ -29,7 +29,7 @@ tree_sha256=903a2722e74e79bb16cf66a7606180061e5b9d62ecdc1f058efe55375bb631ed
 variant=""; [ "${ESPRUINO_ESP32_MEM:-0}" = 1 ] && variant="-esp32mem"
 out="${1:-${HOME}/.cache/proofrig/espruino-${rev}${variant}}"
 bin="$out/espruino-${rev}/bin/espruino"
-stamp="r2: -Og, Storage memory-mapped"   # the same stamp as ../shared/espruino/build.sh: either builds the cache
+stamp="r2: -Og, Storage memory-mapped"   # a finished build in OUT_DIR with this stamp is reused
 if [ -x "$bin" ] && [ "$(cat "$out/.built" 2>/dev/null)" = "$stamp" ]; then echo "$bin"; exit 0; fi
 rm -rf "$out"
 mkdir -p "$out"

@@ -69,7 +69,7 @@ if (violations.length === 0) {
   process.exitCode = 0;
 } else {
   const lines = violations.map((v) => formatViolation(file, v));
-  lines.push(`${file}: ${bytes} bytes, ${violations.length} violation${violations.length === 1 ? '' : 's'} - Espruino would reject or lack these (see /work/shared/espruino.md)`);
+  lines.push(`${file}: ${bytes} bytes, ${violations.length} violation${violations.length === 1 ? '' : 's'} - Espruino would reject or lack these (the rules: scripts/espruino-compat/)`);
   process.stderr.write(lines.join('\n') + '\n');
   process.exitCode = 1;
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { buildSync } from 'esbuild';
 
 const bin = process.env.PROOFRIG_ESPRUINO;
-if (!bin) throw new Error('set PROOFRIG_ESPRUINO to the interpreter (../shared/espruino/build.sh prints it)');
+if (!bin) throw new Error('set PROOFRIG_ESPRUINO to the interpreter (scripts/build-espruino.sh prints it)');
 const dir = mkdtempSync(join(tmpdir(), 'proofrig-chip-count-'));
 buildSync({ entryPoints: [new URL('../sim/src/chip-speed.ts', import.meta.url).pathname], outfile: join(dir, 'chip-speed.mjs'), format: 'esm', platform: 'node' });
 const { WORKLOAD, WORKLOAD_N, WORKLOAD_INSTRUCTIONS } = await import(join(dir, 'chip-speed.mjs'));

@@ -3,8 +3,8 @@
 // Espruino (v2v29, the ESP32 build's interpreter) parses code as it runs it, so a
 // syntax error inside a function body only shows up when that function is first
 // called, and loading the file on a device proves nothing. This module parses the
-// final JavaScript with acorn and reports everything /work/shared/espruino.md lists as
-// rejected or missing: modern syntax, missing built-ins and methods, modules, use
+// final JavaScript with acorn and reports what Espruino 2v29 rejects or lacks (each rule
+// checked on the interpreter): modern syntax, missing built-ins and methods, modules, use
 // before definition (Espruino hoists neither `function` nor `var`) and file size.
 //
 // Plain ESM JavaScript, no build step: `node scripts/check-espruino.js FILE` uses it.

@@ -1,7 +1,7 @@
 // The walking skeleton, end to end: the real MCP client → MCP server → host core → real
 // WebSocket → simulated rig running the built firmware file (firmware/dist/proofrig.js).
 import { afterEach, describe, expect, it } from 'vitest';
-import { picked, rebootTest, tiersUnderTest } from './helpers/engines.js';
+import { SUITE_PHASE, picked, rebootTest, tiersUnderTest } from './helpers/engines.js';
 import { readFileSync } from 'node:fs';
 import { SimRig } from '@proofrig/sim';
 import { FIRMWARE_FILE } from '../host/src/paths.js';
@@ -31,7 +31,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
         expect(first.accepted).toBe(true);
       }
       expect(first.estimated_seconds).toBeGreaterThan(0);
-      expect(final).toMatchObject({ state: 'completed', terminal: true, accepted: true, executed: true, verified: true, evidence: 'aux_contact', error_code: null });
+      expect(final, e!.story(final)).toMatchObject({ state: 'completed', terminal: true, accepted: true, executed: true, verified: true, evidence: 'aux_contact', error_code: null });
       expect(final.device_state!.relays.find((r) => r.ch === 1)).toEqual({ ch: 1, cmd: true, pin: true, aux: true });
       expect(final.device_state_observed_at).not.toBeNull();
       expect(e.running.rigs.get(RIG)!.relay(1).contactClosed).toBe(true);
@@ -40,41 +40,41 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
     picked(engine, false)('channel 3 (read back at the pin only) ends completed with evidence pin_readback', async () => {
       e = await startE2E({ engine });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 3, on: true });
-      expect(final).toMatchObject({ state: 'completed', verified: true, evidence: 'pin_readback' });
+      expect(final, e!.story(final)).toMatchObject({ state: 'completed', verified: true, evidence: 'pin_readback' });
       expect(final.device_state!.relays.find((r) => r.ch === 3)).toMatchObject({ cmd: true, pin: true, aux: null });
     });
 
     picked(engine, true)('channel 4 (no feedback) ends unverified with evidence none, never completed', async () => {
       e = await startE2E({ engine });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 4, on: true });
-      expect(final).toMatchObject({ state: 'unverified', executed: true, verified: false, evidence: 'none', error_code: null });
+      expect(final, e!.story(final)).toMatchObject({ state: 'unverified', executed: true, verified: false, evidence: 'none', error_code: null });
       expect(e.running.rigs.get(RIG)!.relay(4).energised).toBe(true);
     });
 
     picked(engine, true)('coil_open on channel 2 ends failed with NO_FEEDBACK', async () => {
       e = await startE2E({ engine, faults: [`${RIG}:relay2:coil_open`] });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 2, on: true });
-      expect(final).toMatchObject({ state: 'failed', executed: true, verified: false, evidence: 'aux_contact', error_code: 'NO_FEEDBACK' });
+      expect(final, e!.story(final)).toMatchObject({ state: 'failed', executed: true, verified: false, evidence: 'aux_contact', error_code: 'NO_FEEDBACK' });
       expect(final.detail).toMatch(/GPIO35/);
     });
 
     picked(engine, false)('a welded contact on channel 1 ends failed with NO_FEEDBACK when switching off', async () => {
       e = await startE2E({ engine, faults: [`${RIG}:relay1:welded`] });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 1, on: false });
-      expect(final).toMatchObject({ state: 'failed', error_code: 'NO_FEEDBACK', verified: false });
+      expect(final, e!.story(final)).toMatchObject({ state: 'failed', error_code: 'NO_FEEDBACK', verified: false });
     });
 
     picked(engine, true)('pin_stuck_low ends failed with READBACK_MISMATCH', async () => {
       e = await startE2E({ engine, faults: [`${RIG}:relay3:pin_stuck_low`] });
       // Active-low module: "off" writes 1, the stuck pin reads 0.
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 3, on: false });
-      expect(final).toMatchObject({ state: 'failed', verified: false, evidence: 'pin_readback', error_code: 'READBACK_MISMATCH' });
+      expect(final, e!.story(final)).toMatchObject({ state: 'failed', verified: false, evidence: 'pin_readback', error_code: 'READBACK_MISMATCH' });
     });
 
     picked(engine, false)('pin_stuck_high ends failed with READBACK_MISMATCH', async () => {
       e = await startE2E({ engine, faults: [`${RIG}:relay1:pin_stuck_high`] });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 1, on: true });
-      expect(final).toMatchObject({ state: 'failed', error_code: 'READBACK_MISMATCH', verified: false });
+      expect(final, e!.story(final)).toMatchObject({ state: 'failed', error_code: 'READBACK_MISMATCH', verified: false });
     });
   });
 
@@ -158,7 +158,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
         if (gpio === pinOf(2) && rig.bootCount === 1) rig.powerLoss(200);
       });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 2, on: true });
-      expect(final).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED', executed: false, verified: false });
+      expect(final, e!.story(final)).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED', executed: false, verified: false });
       expect(final.detail).toMatch(/restarted/);
       expect(e.running.core.devices.view(RIG)!.boot_id).not.toBe(bootBefore);
     });
@@ -175,7 +175,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
       });
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 1, on: true });
       expect(dropped).toBe(true);
-      expect(final).toMatchObject({ state: 'completed', evidence: 'aux_contact', verified: true });
+      expect(final, e.story(final)).toMatchObject({ state: 'completed', evidence: 'aux_contact', verified: true });
       const events = e.running.core.commands.history(final.command_id);
       expect(events.filter((x) => x.state === 'completed')).toHaveLength(1);
       expect(e.logs.filter((l) => l.command_id === final.command_id && l.phase === 'terminal')).toHaveLength(1);
@@ -214,7 +214,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
   });
 });
 
-describe('device authentication', () => {
+describe.runIf(SUITE_PHASE)('device authentication', () => {
   it('a device with the wrong secret is refused and never comes online; the secret is not logged', async () => {
     e = await startE2E();
     const real = e.running.core.journal.device(RIG)!;

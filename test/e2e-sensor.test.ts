@@ -5,7 +5,7 @@
 // a reading from before its command through.
 import { afterEach, describe, expect } from 'vitest';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { picked, tiersUnderTest, type Tier } from './helpers/engines.js';
+import { enginesUnderTest, picked, type Tier } from './helpers/engines.js';
 import { startE2E, type E2E } from './helpers/e2e.js';
 
 const BOARD = new URL('../boards/climate-rig.json', import.meta.url).pathname;
@@ -47,7 +47,7 @@ async function supplyOn(): Promise<string> {
   return final.command_id;
 }
 
-describe.each(tiersUnderTest())('on the %s engine', (engine) => {
+describe.each(enginesUnderTest())('on the %s engine', (engine) => {
   picked(engine, true)('the SHT3x on a relay-switched supply: BUS_NAK before power; after the relay command plus power-up a valid reading; a repeated request_id replays it', async () => {
     e = await start(engine);
     e.running.rigs.get(DEV)!.sensors!.setValue('air_temp', 24.3);

@@ -24,7 +24,7 @@ async function homed(engine: Tier, faults: string[] = []): Promise<E2E> {
   const h = await startE2E({ engine, sims: [{ boardFile: STEPPER_BOARD }], faults, device: DEV });
   e = h; // closed by afterEach even when homing fails
   const { final } = await h.act('stepper_home', { device_id: DEV, axis: 'x' });
-  expect(final).toMatchObject({ state: 'completed', evidence: 'aux_contact', verified: true });
+  expect(final, e!.story(final)).toMatchObject({ state: 'completed', evidence: 'aux_contact', verified: true });
   return h;
 }
 
@@ -41,7 +41,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
       e = await homed(engine);
       const { first, final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 });
       expect(first).toMatchObject({ executed: false, terminal: false });
-      expect(final).toMatchObject({ state: 'completed', verified: true, evidence: 'encoder', executed: true });
+      expect(final, e!.story(final)).toMatchObject({ state: 'completed', verified: true, evidence: 'encoder', executed: true });
       expect(Math.abs(final.position_mm! - 150)).toBeLessThanOrEqual(ax.tolerance_mm);
       expect(Math.abs(e.running.rigs.get(DEV)!.axis('x').pos - 150)).toBeLessThanOrEqual(ax.tolerance_mm);
       expect(final.elapsed_ms).toBeLessThan(final.deadline_ms!);
@@ -51,7 +51,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
       e = await homed(engine, [`${DEV}:x:stall@70`]);
       const rig = e.running.rigs.get(DEV)!;
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 150 });
-      expect(final).toMatchObject({ state: 'failed', error_code: 'MOTOR_STALL', verified: false });
+      expect(final, e!.story(final)).toMatchObject({ state: 'failed', error_code: 'MOTOR_STALL', verified: false });
       expect(final.position_mm!).toBeGreaterThan(69);
       expect(final.position_mm!).toBeLessThan(71);
       expect(final.detail).toMatch(/FAULT/);
@@ -65,7 +65,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
     picked(engine, false)('missed steps beyond tolerance end failed POSITION_ERROR with both positions', async () => {
       e = await homed(engine, [`${DEV}:x:missed_steps@5%`]);
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 100 });
-      expect(final).toMatchObject({ state: 'failed', error_code: 'POSITION_ERROR', evidence: 'encoder', verified: false });
+      expect(final, e!.story(final)).toMatchObject({ state: 'failed', error_code: 'POSITION_ERROR', evidence: 'encoder', verified: false });
       expect(final.position_mm!).toBeGreaterThan(90);
       expect(final.position_mm!).toBeLessThan(99);
       expect(final.detail).toMatch(/100/);
@@ -76,7 +76,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
       e.running.rigs.get(DEV)!.setFault('x', 'encoder_dead');
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 20 });
       // the motor stepped, the encoder counted nothing: NO_FEEDBACK (the position is unknown), as the README says
-      expect(final).toMatchObject({ state: 'failed', error_code: 'NO_FEEDBACK', evidence: 'encoder', verified: false, executed: true });
+      expect(final, e!.story(final)).toMatchObject({ state: 'failed', error_code: 'NO_FEEDBACK', evidence: 'encoder', verified: false, executed: true });
       expect(final.detail).toMatch(/^x: encoder counted -?[01] while \d+ steps \([\d.]+ mm\) were issued; check the encoder wiring; position unknown$/);
     });
   });
@@ -87,7 +87,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
       const rig = e.running.rigs.get(DEV)!;
       rig.setFault('x', 'limit_stuck');
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 70 });
-      expect(final).toMatchObject({ state: 'failed', error_code: 'LIMIT_HIT', verified: false });
+      expect(final, e.story(final)).toMatchObject({ state: 'failed', error_code: 'LIMIT_HIT', verified: false });
       expect(final.detail).toMatch(/limit/i);
       expect(rig.axis('x').stepping).toBe(false);
       expect(rig.axis('x').pos).toBeLessThan(70);
@@ -112,7 +112,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
     picked(engine, true)('a move before homing is rejected NOT_HOMED by the device', async () => {
       e = await startE2E({ engine, sims: [{ boardFile: STEPPER_BOARD }], device: DEV });
       const { final } = await e.act('stepper_move', { device_id: DEV, axis: 'x', target_mm: 10 });
-      expect(final).toMatchObject({ state: 'rejected', error_code: 'NOT_HOMED', executed: false });
+      expect(final, e!.story(final)).toMatchObject({ state: 'rejected', error_code: 'NOT_HOMED', executed: false });
     });
   });
 
@@ -125,7 +125,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
       const stop = sc(await e.call('stop_device', { device_id: DEV }));
       expect(stop).toMatchObject({ state: 'completed', evidence: 'encoder', verified: true });
       const final = await e.waitTerminal(move.command_id);
-      expect(final).toMatchObject({ state: 'cancelled', error_code: 'CANCELLED', terminal: true, verified: false });
+      expect(final, e!.story(final)).toMatchObject({ state: 'cancelled', error_code: 'CANCELLED', terminal: true, verified: false });
       expect(final.position_mm!).toBeGreaterThan(20);
       expect(final.position_mm!).toBeLessThan(150);
       expect(rig.axis('x').stepping).toBe(false);
@@ -175,7 +175,7 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
       rig.powerLoss(200);
       const killedAt = rig.axis('x').pos;
       const final = await e.waitTerminal(move.command_id);
-      expect(final).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED' });
+      expect(final, e!.story(final)).toMatchObject({ state: 'failed', error_code: 'DEVICE_REBOOTED' });
       // The position reported is the last one the encoder measured before the cut: never beyond
       // where the carriage stopped, and on the vm at most one progress period (250 ms at 30 mm/s)
       // behind it. The interpreter's progress frames run late when its process is starved of CPU

@@ -1,6 +1,6 @@
 // Behaviour of the static Espruino compatibility check (scripts/espruino-compat.js and
 // its CLI scripts/check-espruino.js) that fails the firmware build. The facts it
-// enforces are in /work/shared/espruino.md (measured on Espruino v2v29).
+// enforces are its rule files, scripts/espruino-compat/ (each checked on Espruino v2v29).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import vm from 'node:vm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { authMessage, DEVICE_DIR, MAC_BYTES, macInput, seal, withCounter } from '@proofrig/protocol';
-import { OP_TEXT, wsEncode } from '../firmware/src/wscodec';
+import { OP_TEXT, wsEncode } from '@proofrig/protocol/wscodec';
 import { bundleForEspruino, ESPRUINO, ESPRUINO_NOTICE, runEspruino } from './helpers/espruino-run';
 
 const nodeSha = (s: string) => createHash('sha256').update(Buffer.from(s, 'latin1')).digest('hex');

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   OP_CLOSE, OP_CONT, OP_PING, OP_TEXT, WS_BAD, WS_MORE, WS_TOO_BIG,
   wsDecode, wsEncode, wsRequest, wsResponse, wsUrl, type WsFrame,
-} from '../firmware/src/wscodec';
+} from '@proofrig/protocol/wscodec';
 import { utf8Dec, utf8Enc } from '../firmware/src/utf8';
 
 const frame = (): WsFrame => ({ fin: false, op: -1, d: '' });

@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { blankCommand, type CommandRecord } from '../host/src/core/journal/records.js';
 import { momentRefusal } from '../host/src/core/journal/schema.js';
+import { momentCodes } from '@proofrig/protocol';
 import { board, STATE, DAY, path, j, full, blank, reopen, useJournal } from './helpers/journal-fixture.js';
 
 useJournal();
@@ -189,7 +190,9 @@ describe('lookups the host core decides with', () => {
 
   it("the host's refusals of the moment (DEVICE_OFFLINE, BUSY, STATE_READ_REQUIRED, nothing sent) leave a request_id free; anything else holds it", () => {
     const refusal = (code: string, o: Partial<CommandRecord> = {}) => blank({ request_id: 'r', state: 'rejected', error_code: code as CommandRecord['error_code'], terminal_at: 1000, ...o });
-    const moments = ['DEVICE_OFFLINE', 'BUSY', 'STATE_READ_REQUIRED'].map((code) => refusal(code));
+    // The list is the protocol's: the error codes marked `moment` in its table.
+    expect(momentCodes()).toEqual(['DEVICE_OFFLINE', 'BUSY', 'STATE_READ_REQUIRED']);
+    const moments = momentCodes().map((code) => refusal(code));
     for (const c of moments) {
       expect(momentRefusal(c)).toBe(true);
       j.insert(c);

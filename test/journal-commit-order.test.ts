@@ -9,7 +9,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { HostCore } from '../host/src/core/host.js';
-import type { Link } from '../host/src/core/link.js';
+import type { Link } from '../host/src/core/memory-link.js';
 import { durable } from '../host/src/mcp/durable.js';
 import { FakeDevice, flush, ridden } from './helpers/fake-device.js';
 import { board, SECRET, immediate, TestJournal, newDb, onDisk } from './helpers/group-commit.js';

@@ -145,7 +145,7 @@ describe('a commit is on disk only once the WAL is fsynced after it, and the fsy
     expect(() => j.insert(command(2))).toThrow(/journal fsync failed/);
   });
 
-  it('a COMMIT made while an earlier fsync runs (settle() called directly, as provision() and close() do) is told only after an fsync that began after it', async () => {
+  it('a COMMIT made while an earlier fsync runs (commitBatch() called directly, as provision() and close() do) is told only after an fsync that began after it', async () => {
     j = new HeldSyncJournal(newDb(), immediate);
     const ran: string[] = [];
     j.insert(command(1));
@@ -153,7 +153,7 @@ describe('a commit is on disk only once the WAL is fsynced after it, and the fsy
     await new Promise((r) => setImmediate(r));
     expect(j.log).toEqual(['commit', 'fsync']);
     j.insert(command(2));
-    j.settle();
+    j.commitBatch();
     expect(j.log).toEqual(['commit', 'fsync', 'commit']);
     j.afterCommit(() => ran.push('2'));
     const second = j.flushed().then(() => ran.push('flushed 2'));

@@ -135,7 +135,7 @@ describe('the journal batches writes and tells only after the commit', () => {
     expect(j.events('cmd_3')).toHaveLength(1);
   });
 
-  it('a flush that a read forces and that fails throws to that reader and poisons the batch: settle rolls all of it back', async () => {
+  it('a flush that a read forces and that fails throws to that reader and poisons the batch: commitBatch rolls all of it back', async () => {
     j = new TestJournal(path, immediate);
     reader = new Database(path, { readonly: true });
     j.insert({ ...command(1), state: 'completed', terminal_at: 5 });
@@ -252,7 +252,7 @@ describe('the journal batches writes and tells only after the commit', () => {
     j.failRolledBackNext = true;
     j.insert(command(2));
     const waiter = j.flushed().then(() => 'resolved', (e: Error) => e.message);
-    expect(() => j.settle()).not.toThrow();
+    expect(() => j.commitBatch()).not.toThrow();
     expect(await waiter).toBe('journal commit failed (database or disk is full (simulated)); nothing of it was sent or answered');
     expect(onDisk(reader, 'req_2')).toBeUndefined();
     expect(j.open().map((x) => x.command_id)).toEqual(['cmd_1']);

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { Socket, type AddressInfo } from 'node:net';
 import WebSocket from 'ws';
-import { createLinkedPair, type Link } from '../host/src/core/link.js';
+import { createMemoryLinkPair, type Link } from '../host/src/core/memory-link.js';
 import { WsGateway, WsLink } from '../host/src/gateway/ws-gateway.js';
 import { DEVICE_PATH } from '@proofrig/protocol';
 
@@ -11,7 +11,7 @@ type Pair = { a: Link; b: Link; dispose: () => Promise<void> };
 
 const implementations: [string, () => Promise<Pair>][] = [
   ['in-memory pair', async () => {
-    const [a, b] = createLinkedPair();
+    const [a, b] = createMemoryLinkPair();
     return { a, b, dispose: async () => {} };
   }],
   ['WebSocket gateway', async () => {

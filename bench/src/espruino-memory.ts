@@ -1,6 +1,6 @@
 // npm run bench:memory: the firmware's memory on the real Espruino interpreter, as process.memory()
 // JsVar counts, on the Linux build (PROOFRIG_ESPRUINO) and on its ESP32-format variant (16,383
-// JsVars of 14 bytes, ESPRUINO_ESP32_MEM=1 ../shared/espruino/build.sh; found through
+// JsVars of 14 bytes, ESPRUINO_ESP32_MEM=1 scripts/build-espruino.sh; found through
 // PROOFRIG_ESPRUINO_ESP32MEM or its default cache folder). The 4-channel relay rig boots from
 // Storage, then takes a mixed load through the host core (bench/src/memory-load.ts): readings
 // after boot, once the dedupe ring has filled, the highest during bursts, after more load and after

@@ -53,7 +53,7 @@ if (process.argv[4] === 'mcp') {
   await running.close();
   process.exit(0);
 }
-// COUNT=1: how many socket writes were single frames and how many were batches (riders), printed after the run.
+// COUNT=1: how many socket writes were single frames and how many were batches (a rack sent with the next frame), printed after the run.
 const cnt = { send: 0, batch: 0, batched: 0 };
 if (process.env.COUNT) for (const ss of (running.core as unknown as { sessions: Set<{ link: { send(t: string): void; sendBatch?(t: string[]): void } }> }).sessions) {
   const l = ss.link;

@@ -155,16 +155,16 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       return emit(ev, ...args);
     };
     // Crash points between journal writes and their commit (the group commit of a turn's device frames).
-    const journal = h.journal as unknown as { settle(): unknown; pending: boolean };
-    const settle = journal.settle.bind(journal);
-    journal.settle = () => {
+    const journal = h.journal as unknown as { commitBatch(): unknown; pending: boolean };
+    const commitBatch = journal.commitBatch.bind(journal);
+    journal.commitBatch = () => {
       if (commitCrashArmed > 0 && host === h && journal.pending && rnd() < 0.3) {
         commitCrashArmed--;
         count('host_crash_before_commit');
         crash('before the group commit');
         throw new HostCrash('host crashed before committing');
       }
-      return settle();
+      return commitBatch();
     };
     host = h;
     note('host start');

@@ -1,7 +1,7 @@
 // The executor: frames from an authenticated host (cmd, rack, q) go through the dedupe ring to
 // the action table; results go to the ring's outbox and, when the link is up, to the host.
 import type {
-  BoardDef, CommandFrame, DeviceResultState, DeviceState, ErrorCode, Evidence, QueryFrame, ToDeviceFrame,
+  BoardDef, CommandFrame, DeviceResultState, DeviceState, ErrorCode, EventFrame, Evidence, QueryFrame, ResultFrame, StateFrame, ToDeviceFrame,
 } from '@proofrig/protocol';
 import { clip, DEDUPE_RING_SIZE, echo } from '@proofrig/protocol';
 import type { Action } from './action';
@@ -11,7 +11,7 @@ import { ESTOP_CLEAR, estopPoll, interlockInit, latched } from './interlock';
 import { STEPPER_HOME, STEPPER_MOVE, STOP, stepperInit, stepperState } from './stepper';
 import { SENSOR_READ, sensorInit, sensorState } from './sensor';
 import { nowMs, upMs } from './clock';
-import { linkSend, linkSendJson, linkUp } from './link';
+import { sessionSend, sessionSendJson, sessionUp } from './session';
 
 /** Actions by name. */
 const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP, ESTOP_CLEAR, SENSOR_READ];
@@ -28,23 +28,24 @@ const AN: string[] = [];
 
 /** A progress frame for the command in slot (sent only while the link is up; never stored). */
 function prog(slot: number, pct: number, pos: number): void {
-  if (linkUp()) linkSend({ t: 'prog', rid: ringRid(slot), pct: pct, pos: pos });
+  if (sessionUp()) sessionSend({ t: 'prog', rid: ringRid(slot), pct: pct, pos: pos });
 }
 
 /** An interlock acted: kept in the outbox like a result (re-sent until the host's rack), sent now if the link is up. */
 function event(k: 'max_on' | 'estop', ch: number, msg: string): void {
-  const o: Record<string, unknown> = { t: 'evt', id: EV + ++evn, k: k };
+  // Built key by key in the order the frame has always had on the wire; the type checks every key set.
+  const o = { t: 'evt', id: EV + ++evn, k: k } as EventFrame;
   if (ch) o.ch = ch;
   o.msg = msg;
   o.s = snapshot();
   const j = JSON.stringify(o);
-  const i = ringAdd(o.id as string);
+  const i = ringAdd(o.id);
   if (i >= 0) {
     T0[i] = nowMs();
     AN[i] = '';
     ringDone(i, j);
   }
-  if (linkUp()) linkSendJson(j);
+  if (sessionUp()) sessionSendJson(j);
 }
 
 export function execInit(b: BoardDef): void {
@@ -65,7 +66,7 @@ export function snapshot(): DeviceState {
 }
 
 function resultJson(rid: string, st: DeviceResultState, ev: Evidence, ver: boolean, ms: number, code?: ErrorCode, msg?: string): string {
-  const r: Record<string, unknown> = { t: 'res', rid: rid, st: st, ev: ev, ver: ver };
+  const r = { t: 'res', rid: rid, st: st, ev: ev, ver: ver } as ResultFrame;
   if (code) r.code = code;
   if (msg) r.msg = clip(msg);
   r.s = snapshot();
@@ -77,7 +78,7 @@ function resultJson(rid: string, st: DeviceResultState, ev: Evidence, ver: boole
 function finish(slot: number, st: DeviceResultState, ev: Evidence, ver: boolean, code?: ErrorCode, msg?: string): void {
   const j = resultJson(ringRid(slot), st, ev, ver, Math.max(0, Math.round(nowMs() - T0[slot])), code, msg);
   ringDone(slot, j);
-  if (linkUp()) linkSendJson(j);
+  if (sessionUp()) sessionSendJson(j);
 }
 
 function reject(slot: number, code: ErrorCode, msg: string): void {
@@ -92,7 +93,7 @@ function findAction(a: string): Action | null {
 function onCmd(f: CommandFrame): void {
   const rid = f.rid;
   if (rid.indexOf(EV) === 0) {
-    linkSendJson(resultJson(rid, 'rejected', 'none', false, 0, 'INVALID_ARGS', 'request ids starting with "' + EV + '" are reserved for device events; nothing was done'));
+    sessionSendJson(resultJson(rid, 'rejected', 'none', false, 0, 'INVALID_ARGS', 'request ids starting with "' + EV + '" are reserved for device events; nothing was done'));
     return;
   }
   const a = findAction(f.a);
@@ -101,8 +102,8 @@ function onCmd(f: CommandFrame): void {
     // An always-executing action (stop) is never deduplicated away: it runs again and its fresh
     // result replaces the stored one. Anything else replays, or says it is still running.
     if (!a || !a.al || AN[i] !== a.n) {
-      if (ringState(i) === DONE) linkSendJson(ringResult(i));
-      else linkSend({ t: 'ack', rid: rid, st: 'running' });
+      if (ringState(i) === DONE) sessionSendJson(ringResult(i));
+      else sessionSend({ t: 'ack', rid: rid, st: 'running' });
       return;
     }
     ringRerun(i);
@@ -111,11 +112,11 @@ function onCmd(f: CommandFrame): void {
     if (a && a.al && a.pre && !a.chk(f.p, B)) {
       // A stop still halts the axes with the outbox full; there is no slot to verify it from.
       a.pre(f.p);
-      linkSendJson(resultJson(rid, 'unverified', 'none', false, 0, undefined,
+      sessionSendJson(resultJson(rid, 'unverified', 'none', false, 0, undefined,
         'steps switched off, not verified: the outbox is full'));
       return;
     }
-    linkSendJson(resultJson(rid, 'rejected', 'none', false, 0, 'BUSY',
+    sessionSendJson(resultJson(rid, 'rejected', 'none', false, 0, 'BUSY',
       'outbox full: all ' + DEDUPE_RING_SIZE + ' result slots are running or await the host\'s rack; nothing was done'));
     return;
   }
@@ -139,7 +140,7 @@ function onCmd(f: CommandFrame): void {
   if (why) return reject(i, 'MIN_OFF_TIME', why);
   try {
     if (a.pre) a.pre(f.p);
-    linkSend({ t: 'ack', rid: rid, st: 'accepted' });
+    sessionSend({ t: 'ack', rid: rid, st: 'accepted' });
     a.run(i, f.p, finish);
   } catch (e) {
     if (ringState(i) !== DONE) finish(i, 'failed', 'none', false, 'INTERNAL', a.n + ' threw: ' + clip('' + e, 200));
@@ -147,15 +148,15 @@ function onCmd(f: CommandFrame): void {
 }
 
 function onQuery(f: QueryFrame): void {
-  const o: Record<string, unknown> = { t: 'state', q: f.q, s: snapshot() };
+  const o: StateFrame = { t: 'state', q: f.q, s: snapshot() };
   let i = -1;
   if (f.rid !== undefined) {
     i = ringFind(f.rid);
     o.rid = f.rid;
     o.rst = i < 0 ? 'unknown' : ringState(i) === DONE ? 'done' : 'running';
   }
-  linkSend(o);
-  if (i >= 0 && ringState(i) === DONE) linkSendJson(ringResult(i));
+  sessionSend(o);
+  if (i >= 0 && ringState(i) === DONE) sessionSendJson(ringResult(i));
 }
 
 /** A validated frame from the authenticated host. */
@@ -168,5 +169,5 @@ export function execFrame(f: ToDeviceFrame): void {
 /** The link came up: send every result the host has not confirmed, oldest first. */
 export function execResend(): void {
   const p = ringUnacked();
-  for (let k = 0; k < p.length; k++) linkSendJson(ringResult(p[k]));
+  for (let k = 0; k < p.length; k++) sessionSendJson(ringResult(p[k]));
 }

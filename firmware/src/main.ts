@@ -5,9 +5,9 @@ import type { RigConfig } from '@proofrig/protocol';
 import { CONFIG_FILE, isId } from '@proofrig/protocol';
 import { clockInit } from './clock';
 import { bootId, countBoot } from './ident';
-import { wsUrl } from './wscodec';
+import { wsUrl } from '@proofrig/protocol/wscodec';
 import { execFrame, execInit, execResend } from './exec';
-import { linkStart } from './link';
+import { sessionStart } from './session';
 
 const CONFIG_RETRY_MS = 5000;
 const WIFI_RETRY_MIN = 1000;
@@ -44,12 +44,12 @@ function configError(c: unknown): string | null {
 let BOOT = '';
 let cfg: RigConfig;
 let wifiWait = WIFI_RETRY_MIN;
-let linkStarted = false;
+let sessionStarted = false;
 
 function startLink(): void {
-  if (linkStarted) return;
-  linkStarted = true;
-  linkStart(cfg, BOOT, execFrame, execResend);
+  if (sessionStarted) return;
+  sessionStarted = true;
+  sessionStart(cfg, BOOT, execFrame, execResend);
 }
 
 function wifiJoin(): void {

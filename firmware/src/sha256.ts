@@ -2,7 +2,7 @@
 // ArrayBuffer of 32 bytes); HMAC-SHA256 (RFC 2104) is built on it here, on byte strings.
 import { utf8Enc } from './utf8';
 import { hex4 } from './rand';
-import { wsMask } from './wscodec';
+import { wsMask } from '@proofrig/protocol/wscodec';
 
 let C: { SHA256: (m: string) => ArrayBuffer } | undefined;
 

@@ -33,7 +33,7 @@ const IDLE = 0;
 const MOVE = 1;
 const HOME = 2;
 /** Steps are done; the encoder verdict is due after SETTLE_MS. */
-const SETTLE = 3;
+const VERDICT_DUE = 3;
 /** Stopped by request (CANCEL: a move, CANCEL + 1: homing); the cancelled result is sent at STOP_SNAP_MS. */
 const CANCEL = 4;
 
@@ -52,39 +52,40 @@ const C0: number[] = [];
 /** +1 towards +mm, -1 towards -mm. */
 const DIR: number[] = [];
 /** Steps to issue (move), or the most steps homing may issue. */
-const NST: number[] = [];
+const stepsToIssue: number[] = [];
 /** Steps issued so far: step rate × elapsed time, integrated at every tick and at the stop. */
-const SD: number[] = [];
+const stepsIssued: number[] = [];
 /** Step rate running now, Hz (0 when the step output is off). */
 const HZ: number[] = [];
 /** Start, last integration and last progress frame, getTime() seconds. */
 const T0: number[] = [];
-const TL: number[] = [];
+const integratedAt: number[] = [];
 const TP: number[] = [];
 /** Cruise speed mm/s. */
 const V: number[] = [];
 /** Target mm (travel.min_mm when homing). */
 const TGT: number[] = [];
-/** Commanded position when SD was last zeroed, mm: cmd = CP + DIR × SD / steps_per_mm. */
-const CP: number[] = [];
-/** Encoder count and SD at the last tick, and SD at the last tick that saw the count change. */
-const LC: number[] = [];
-const LS: number[] = [];
-const LE: number[] = [];
+/** Commanded position when stepsIssued was last zeroed, mm: cmd = cmdOrigin + DIR × stepsIssued / steps_per_mm. */
+const cmdOrigin: number[] = [];
+/** Encoder count and stepsIssued at the last tick, and stepsIssued at the last tick that saw the count change. */
+const countAtTick: number[] = [];
+const stepsAtTick: number[] = [];
+const stepsAtLastCount: number[] = [];
 /** The encoder came back after this move's steps ran on without a single count for a while (encGap). */
 const BACK: boolean[] = [];
 const IV: (TimerId | undefined)[] = [];
 /** analogWrite options, one object per axis, retuned in place. */
 const PO: { freq: number }[] = [];
 const TICK: (() => void)[] = [];
-const SETL: (() => void)[] = [];
+/** Each axis's verdict, run SETTLE_MS after its steps are done (made once at init). */
+const verdictFns: (() => void)[] = [];
 
-/** Stops whose 100 ms still-check is pending: their slots and axis (-1 = all); one shared window. */
-const PS: number[] = [];
-const PA: number[] = [];
+/** Stops whose still-check (SETTLE_MS after the stop) is pending: their slots and axis (-1 = all); one shared window. */
+const stopSlots: number[] = [];
+const stopAxes: number[] = [];
 /** Encoder counts when the window (re)started, and which axes a pending stop covers. */
-const SC: number[] = [];
-const SW: boolean[] = [];
+const stopCounts: number[] = [];
+const stopCovers: boolean[] = [];
 let swT: TimerId | undefined;
 
 function log(s: string): void {
@@ -128,8 +129,8 @@ function setHz(i: number, hz: number): void {
 function halt(i: number): void {
   pinWrite(AX[i].driver.step_pin, 0);
   const t = getTime();
-  if (HZ[i]) SD[i] += HZ[i] * (t - TL[i]);
-  TL[i] = t;
+  if (HZ[i]) stepsIssued[i] += HZ[i] * (t - integratedAt[i]);
+  integratedAt[i] = t;
   HZ[i] = 0;
   if (IV[i] !== undefined) clearInterval(IV[i]);
   IV[i] = undefined;
@@ -152,7 +153,7 @@ function end(i: number, st: 'completed' | 'failed' | 'cancelled', ev: 'encoder' 
     const s = AX[i];
     counted(i);
     const g = encGap(s);
-    const gap = SD[i] - LE[i] >= g * s.steps_per_mm && code !== 'MOTOR_STALL';
+    const gap = stepsIssued[i] - stepsAtLastCount[i] >= g * s.steps_per_mm && code !== 'MOTOR_STALL';
     if (BACK[i] || gap) {
       HOMED[i] = false;
       if (code !== 'NO_FEEDBACK') msg += '; the encoder stopped counting for ' + g + ' mm of steps or more: position unknown, home the axis before moving it again';
@@ -173,19 +174,19 @@ function verdict(i: number): void {
   const n = CNT[i] - C0[i];
   if (err <= s.tolerance_mm + 1e-9)
     return end(i, 'completed', 'encoder', true, undefined, s.axis + ' at ' + f2(p) + ' mm (target ' + TGT[i] + ', tolerance ' + s.tolerance_mm + ')');
-  if (n > -2 && n < 2 && SD[i] >= s.steps_per_mm) {
+  if (n > -2 && n < 2 && stepsIssued[i] >= s.steps_per_mm) {
     return end(i, 'failed', 'encoder', false, 'NO_FEEDBACK',
-      s.axis + ': encoder counted ' + n + ' while ' + Math.round(SD[i]) + ' steps (' + r2(SD[i] / s.steps_per_mm) +
+      s.axis + ': encoder counted ' + n + ' while ' + Math.round(stepsIssued[i]) + ' steps (' + r2(stepsIssued[i] / s.steps_per_mm) +
       ' mm) were issued; check the encoder wiring; position unknown');
   }
   end(i, 'failed', 'encoder', false, 'POSITION_ERROR',
     s.axis + ' at ' + f2(p) + ' mm, target ' + TGT[i] + ' mm: off by ' + f2(err) + ' mm (tolerance ' + s.tolerance_mm + ')');
 }
 
-function settle(i: number): void {
+function awaitVerdict(i: number): void {
   halt(i);
-  MODE[i] = SETTLE;
-  setTimeout(SETL[i], SETTLE_MS);
+  MODE[i] = VERDICT_DUE;
+  setTimeout(verdictFns[i], SETTLE_MS);
 }
 
 /** Driver FAULT asserted: during motion the command fails MOTOR_STALL; the driver is disabled. */
@@ -203,8 +204,8 @@ function fault(i: number): void {
 function homed(i: number, msg: string): void {
   const s = AX[i];
   CNT[i] = Math.round(s.travel.min_mm * s.encoder.counts_per_mm);
-  CP[i] = s.travel.min_mm;
-  SD[i] = 0;
+  cmdOrigin[i] = s.travel.min_mm;
+  stepsIssued[i] = 0;
   HOMED[i] = true;
   end(i, 'completed', 'aux_contact', true, undefined, s.axis + ' homed: switch on GPIO' + s.home.pin + ' ' + msg);
 }
@@ -221,7 +222,7 @@ function limit(i: number, max: boolean): void {
   if (m !== MOVE || (DIR[i] > 0) !== max) return;
   halt(i);
   // A target at the end of travel meets its switch there: within tolerance, the encoder decides.
-  if (Math.abs(pos(i) - TGT[i]) <= s.tolerance_mm) return settle(i);
+  if (Math.abs(pos(i) - TGT[i]) <= s.tolerance_mm) return awaitVerdict(i);
   hit(i, max, 'closed', 'motion stopped');
 }
 
@@ -242,23 +243,23 @@ function outside(i: number): boolean {
 
 /**
  * At a tick (and at the end): if the encoder counted since the last tick, the steps issued over the
- * ticks before that saw no count at all (LS - LE) are a stretch it was dead for; a long one marks the
+ * ticks before that saw no count at all (stepsAtTick - stepsAtLastCount) are a stretch it was dead for; a long one marks the
  * move (BACK). Steps and counts are compared tick by tick, so a late tick cannot look like a gap.
  */
 function counted(i: number): void {
-  if (CNT[i] !== LC[i]) {
-    if (LS[i] - LE[i] >= encGap(AX[i]) * AX[i].steps_per_mm) BACK[i] = true;
-    LC[i] = CNT[i];
-    LE[i] = SD[i];
+  if (CNT[i] !== countAtTick[i]) {
+    if (stepsAtTick[i] - stepsAtLastCount[i] >= encGap(AX[i]) * AX[i].steps_per_mm) BACK[i] = true;
+    countAtTick[i] = CNT[i];
+    stepsAtLastCount[i] = stepsIssued[i];
   }
-  LS[i] = SD[i];
+  stepsAtTick[i] = stepsIssued[i];
 }
 
 function tick(i: number): void {
   const s = AX[i];
   const t = getTime();
-  SD[i] += HZ[i] * (t - TL[i]);
-  TL[i] = t;
+  stepsIssued[i] += HZ[i] * (t - integratedAt[i]);
+  integratedAt[i] = t;
   counted(i);
   // The watches act at the edge; this catches an edge Espruino could not watch or dropped.
   if (closed(s.driver.fault)) return fault(i);
@@ -269,21 +270,21 @@ function tick(i: number): void {
     return end(i, 'failed', 'encoder', false, 'LIMIT_HIT',
       s.axis + ': encoder at ' + f2(pos(i)) + ' mm left the soft limits ' + lim.min_mm + '..' + lim.max_mm + ' mm while moving to ' + TGT[i] + ' mm; motion stopped');
   }
-  const rem = NST[i] - SD[i];
+  const rem = stepsToIssue[i] - stepsIssued[i];
   if (rem < 0.5) {
-    if (MODE[i] === MOVE) return settle(i);
+    if (MODE[i] === MOVE) return awaitVerdict(i);
     halt(i);
     return end(i, 'failed', 'aux_contact', false, 'NO_FEEDBACK',
-      s.axis + ': home switch on GPIO' + s.home.pin + ' never closed within ' + r2(NST[i] / s.steps_per_mm) + ' mm (encoder moved ' +
-      f2(pos(i) - CP[i]) + ' mm); check the switch wiring');
+      s.axis + ': home switch on GPIO' + s.home.pin + ' never closed within ' + r2(stepsToIssue[i] / s.steps_per_mm) + ' mm (encoder moved ' +
+      f2(pos(i) - cmdOrigin[i]) + ' mm); check the switch wiring');
   }
   // The shared profile (protocol motion.ts): the host plans the deadline on the same ticks.
   const hz = stepHz(s, V[i], t - T0[i], rem, MODE[i] === MOVE);
   if (hz !== HZ[i]) setHz(i, hz);
   if (t - TP[i] >= PROG_MS / 1000) {
     TP[i] = t;
-    const span = TGT[i] - CP[i];
-    const pct = MODE[i] === MOVE && span ? Math.round((100 * (pos(i) - CP[i])) / span) : 0;
+    const span = TGT[i] - cmdOrigin[i];
+    const pct = MODE[i] === MOVE && span ? Math.round((100 * (pos(i) - cmdOrigin[i])) / span) : 0;
     prog(SLOT[i], Math.max(0, Math.min(100, pct)), r2(pos(i)));
   }
 }
@@ -295,15 +296,15 @@ function start(i: number, dir: number, steps: number, v: number, mode: number): 
   pinWrite(d.dir_pin, dir > 0 ? d.dir_positive_level : 1 - d.dir_positive_level);
   MODE[i] = mode;
   DIR[i] = dir;
-  NST[i] = steps;
-  SD[i] = 0;
+  stepsToIssue[i] = steps;
+  stepsIssued[i] = 0;
   V[i] = v;
   C0[i] = CNT[i];
-  CP[i] = pos(i);
-  LC[i] = CNT[i];
-  LS[i] = LE[i] = 0;
+  cmdOrigin[i] = pos(i);
+  countAtTick[i] = CNT[i];
+  stepsAtTick[i] = stepsAtLastCount[i] = 0;
   BACK[i] = false;
-  T0[i] = TL[i] = TP[i] = getTime();
+  T0[i] = integratedAt[i] = TP[i] = getTime();
   setHz(i, MIN_HZ);
   IV[i] = setInterval(TICK[i], TICK_MS);
 }
@@ -329,10 +330,10 @@ function moveRun(slot: number, p: Record<string, unknown>): void {
   const dist = tgt - pos(i);
   const steps = Math.round(Math.abs(dist) * s.steps_per_mm);
   C0[i] = CNT[i];
-  CP[i] = pos(i);
-  SD[i] = 0;
-  LC[i] = CNT[i];
-  LS[i] = LE[i] = 0;
+  cmdOrigin[i] = pos(i);
+  stepsIssued[i] = 0;
+  countAtTick[i] = CNT[i];
+  stepsAtTick[i] = stepsAtLastCount[i] = 0;
   BACK[i] = false;
   if (!steps) return verdict(i);
   if (faultFirst(i)) return;
@@ -351,9 +352,9 @@ function homeRun(slot: number, p: Record<string, unknown>): void {
   SLOT[i] = slot;
   TGT[i] = s.travel.min_mm;
   MODE[i] = HOME;
-  SD[i] = 0;
-  LC[i] = CNT[i];
-  LS[i] = LE[i] = 0;
+  stepsIssued[i] = 0;
+  countAtTick[i] = CNT[i];
+  stepsAtTick[i] = stepsAtLastCount[i] = 0;
   BACK[i] = false;
   if (closed(s.home)) return homed(i, 'already closed');
   if (faultFirst(i)) return;
@@ -362,7 +363,7 @@ function homeRun(slot: number, p: Record<string, unknown>): void {
 
 function axisBusy(p: Record<string, unknown>): string | null {
   const i = idx(p.axis);
-  return SLOT[i] >= 0 || SW[i] ? 'axis ' + AX[i].axis + (SW[i] ? ' is being stopped' : ' is executing a command') + '; ask again when that has a result' : null;
+  return SLOT[i] >= 0 || stopCovers[i] ? 'axis ' + AX[i].axis + (stopCovers[i] ? ' is being stopped' : ' is executing a command') + '; ask again when that has a result' : null;
 }
 
 function notHomed(p: Record<string, unknown>): string | null {
@@ -373,21 +374,21 @@ function notHomed(p: Record<string, unknown>): string | null {
 /** The stop window ended: every axis a stop covered must have held still since the snapshot. */
 function stopCheck(): void {
   swT = undefined;
-  for (let k = 0; k < PS.length; k++) {
+  for (let k = 0; k < stopSlots.length; k++) {
     let ok = '';
     let bad = '';
     for (let i = 0; i < AX.length; i++) {
-      if (PA[k] >= 0 && PA[k] !== i) continue;
+      if (stopAxes[k] >= 0 && stopAxes[k] !== i) continue;
       const a = AX[i].axis;
-      if (CNT[i] !== SC[i]) bad += (bad ? '; ' : '') + a + ' still moving after the stop (' + f2(SC[i] / AX[i].encoder.counts_per_mm) + ' -> ' + f2(pos(i)) + ' mm)';
+      if (CNT[i] !== stopCounts[i]) bad += (bad ? '; ' : '') + a + ' still moving after the stop (' + f2(stopCounts[i] / AX[i].encoder.counts_per_mm) + ' -> ' + f2(pos(i)) + ' mm)';
       else ok += (ok ? ', ' : '') + a + ' at ' + f2(pos(i)) + ' mm';
     }
-    if (bad) done(PS[k], 'failed', 'encoder', false, 'NO_FEEDBACK', bad + '; steps are off: something else moves it or the encoder is noisy');
-    else done(PS[k], 'completed', 'encoder', true, undefined, 'motion stopped: ' + ok);
+    if (bad) done(stopSlots[k], 'failed', 'encoder', false, 'NO_FEEDBACK', bad + '; steps are off: something else moves it or the encoder is noisy');
+    else done(stopSlots[k], 'completed', 'encoder', true, undefined, 'motion stopped: ' + ok);
   }
-  PS.length = 0;
-  PA.length = 0;
-  for (let i = 0; i < AX.length; i++) SW[i] = false;
+  stopSlots.length = 0;
+  stopAxes.length = 0;
+  for (let i = 0; i < AX.length; i++) stopCovers[i] = false;
 }
 
 /**
@@ -398,7 +399,7 @@ function stopCheck(): void {
 function stopSnap(): void {
   swT = setTimeout(stopCheck, SETTLE_MS - STOP_SNAP_MS);
   for (let i = 0; i < AX.length; i++) {
-    SC[i] = CNT[i];
+    stopCounts[i] = CNT[i];
     if (MODE[i] >= CANCEL) {
       end(i, 'cancelled', 'encoder', false, 'CANCELLED',
         AX[i].axis + ' stopped by request at ' + f2(pos(i)) + ' mm (' + (MODE[i] > CANCEL ? 'homing' : 'target ' + TGT[i] + ' mm') + ')');
@@ -416,7 +417,7 @@ function stopNow(p: Record<string, unknown>): void {
   for (let i = 0; i < AX.length; i++) {
     if (a >= 0 && a !== i) continue;
     halt(i);
-    SW[i] = true;
+    stopCovers[i] = true;
     const m = MODE[i];
     if (m === MOVE || m === HOME) MODE[i] = m === HOME ? CANCEL + 1 : CANCEL;
   }
@@ -427,9 +428,9 @@ function stopNow(p: Record<string, unknown>): void {
 /** After the ack: this stop's verdict comes from the shared window (see stopSnap, stopCheck). */
 function stopRun(slot: number, p: Record<string, unknown>): void {
   if (!AX.length) return done(slot, 'unverified', 'none', false, undefined, 'no moving actuators on this board; relays keep their state');
-  if (PS.indexOf(slot) < 0) {
-    PS.push(slot);
-    PA.push(sel(p));
+  if (stopSlots.indexOf(slot) < 0) {
+    stopSlots.push(slot);
+    stopAxes.push(sel(p));
   }
 }
 
@@ -453,8 +454,8 @@ function makers(i: number): void {
   TICK[i] = function () {
     tick(i);
   };
-  SETL[i] = function () {
-    if (MODE[i] === SETTLE) verdict(i); // end() frees the axis
+  verdictFns[i] = function () {
+    if (MODE[i] === VERDICT_DUE) verdict(i); // end() frees the axis
   };
   const s = AX[i];
   const e = s.encoder;
@@ -491,8 +492,8 @@ export function stepperInit(b: BoardDef, d: Done, p: (slot: number, pct: number,
     SLOT[i] = -1;
     MODE[i] = IDLE;
     HOMED[i] = false;
-    C0[i] = DIR[i] = NST[i] = SD[i] = HZ[i] = T0[i] = TL[i] = TP[i] = V[i] = TGT[i] = CP[i] = SC[i] = 0;
-    SW[i] = false;
+    C0[i] = DIR[i] = stepsToIssue[i] = stepsIssued[i] = HZ[i] = T0[i] = integratedAt[i] = TP[i] = V[i] = TGT[i] = cmdOrigin[i] = stopCounts[i] = 0;
+    stopCovers[i] = false;
     PO[i] = { freq: MIN_HZ };
     makers(i);
   }
@@ -504,7 +505,7 @@ export function stepperAllOff(): void {
     halt(i);
     enable(i, false);
     const m = MODE[i];
-    if (m === MOVE || m === HOME || m === SETTLE) {
+    if (m === MOVE || m === HOME || m === VERDICT_DUE) {
       end(i, 'failed', 'encoder', false, 'ESTOP_LATCHED',
         AX[i].axis + ': e-stop at ' + f2(pos(i)) + ' mm while ' + (m === HOME ? 'homing' : 'moving to ' + TGT[i] + ' mm') + '; steps off, driver disabled');
     }
@@ -516,11 +517,11 @@ export function stepperState(): AxisState[] {
   const o: AxisState[] = [];
   for (let i = 0; i < AX.length; i++) {
     const s = AX[i];
-    const sd = SD[i] + (HZ[i] ? HZ[i] * (getTime() - TL[i]) : 0);
+    const sd = stepsIssued[i] + (HZ[i] ? HZ[i] * (getTime() - integratedAt[i]) : 0);
     o.push({
       axis: s.axis,
       pos: r2(pos(i)),
-      cmd: r2(CP[i] + (DIR[i] * sd) / s.steps_per_mm),
+      cmd: r2(cmdOrigin[i] + (DIR[i] * sd) / s.steps_per_mm),
       moving: HZ[i] > 0,
       homed: HOMED[i],
       fault: closed(s.driver.fault),

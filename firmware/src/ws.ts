@@ -1,12 +1,12 @@
 // The WebSocket client over Espruino's built-in net sockets: one connection at a time, text
-// messages only. Reports open / text / close to one set of handlers (link.ts); a socket that was
+// messages only. Reports open / text / close to one set of handlers (session.ts); a socket that was
 // closed on purpose or replaced never reports anything again. Received text messages are handed
-// over as their UTF-8 bytes (the link checks the MAC on exactly those bytes, then decodes).
-import type { WsFrame, WsUrl } from './wscodec';
+// over as their UTF-8 bytes (the session checks the MAC on exactly those bytes, then decodes).
+import type { WsFrame, WsUrl } from '@proofrig/protocol/wscodec';
 import {
   OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT, WS_MORE, WS_TOO_BIG,
   wsDecode, wsEncode, wsLen, wsRequest, wsResponse, wsUrl,
-} from './wscodec';
+} from '@proofrig/protocol/wscodec';
 import { MEM_CHECK_MIN, memFree, memNeed } from './mem';
 import { randBytes, randMask } from './rand';
 import { nowMs } from './clock';

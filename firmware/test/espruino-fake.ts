@@ -9,7 +9,7 @@ import type { BoardDef, RigConfig } from '@proofrig/protocol';
 import {
   authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, MAC_BYTES, macInput, PROTOCOL_VERSION, seal, sessionKeyMessage, unseal, withCounter,
 } from '@proofrig/protocol';
-import { OP_CLOSE, OP_PING, OP_TEXT, wsDecode, wsEncode, type WsFrame } from '../src/wscodec';
+import { OP_CLOSE, OP_PING, OP_TEXT, wsDecode, wsEncode, type WsFrame } from '@proofrig/protocol/wscodec';
 import { utf8Dec, utf8Enc } from '../src/utf8';
 
 interface Timer { id: number; at: number; fn: () => void; every: number }

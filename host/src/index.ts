@@ -1,6 +1,6 @@
 // Programmatic API of the host (tests, scripts and embedders).
 export { HostCore, type HostOptions } from './core/host.js';
-export { createLinkedPair, type Link } from './core/link.js';
+export { createMemoryLinkPair, type Link } from './core/memory-link.js';
 export { realClock, VirtualClock, type Clock } from '@proofrig/protocol/clock';
 export type { CommandStatus, SubmitInput } from './core/command-view.js';
 export { createMcpServer } from './mcp/tools.js';

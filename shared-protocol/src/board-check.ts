@@ -120,7 +120,7 @@ export function checkBoard(raw: unknown): BoardCheck {
 /**
  * A relay's or axis's name is text the firmware itself puts in its results and messages. Printable
  * ASCII only: other text takes the firmware's slow text path (its UTF-8 code runs per character in
- * JavaScript, measured at 100-250 k instructions per character on the interpreter; an ESP32 build
+ * JavaScript, far slower than the native string functions; an ESP32 build
  * has no Unicode strings either). Labels and the board's own name never reach the firmware's text
  * (only the host shows them), so they may use any characters.
  */

@@ -9,6 +9,12 @@ export interface ErrorInfo {
   ends: 'failed' | 'rejected' | 'timeout' | 'cancelled' | null;
   /** May the same request be sent again (with the same request_id) without harm? */
   retry: 'same_request_id' | 'after_fresh_state_read' | 'no' | 'fix_input';
+  /**
+   * A refusal of the moment when the host decides it before sending anything: the reason passes
+   * (the device offline, the axis busy with another motion, a state read due after a fault), so it
+   * is not the request's answer and a retry with the same request_id is judged anew.
+   */
+  moment?: true;
 }
 
 export const ERROR_CODES = {
@@ -16,6 +22,7 @@ export const ERROR_CODES = {
     meaning: 'The device is unknown or not connected; nothing was sent to it.',
     ends: 'rejected',
     retry: 'same_request_id',
+    moment: true,
   },
   DEVICE_REBOOTED: {
     meaning:
@@ -37,6 +44,7 @@ export const ERROR_CODES = {
     meaning: 'The actuator is executing another command; this one was refused, not queued.',
     ends: 'rejected',
     retry: 'after_fresh_state_read',
+    moment: true,
   },
   READBACK_MISMATCH: {
     meaning: 'The output pin read back a level different from the one written, after the settle time.',
@@ -86,6 +94,7 @@ export const ERROR_CODES = {
       'The axis ended its last move in a fault (stall, limit, position error, reboot); read its real state (get_device_status refresh=true) before moving it again.',
     ends: 'rejected',
     retry: 'after_fresh_state_read',
+    moment: true,
   },
   CANCELLED: {
     meaning: 'The command was cancelled before it finished.',
@@ -186,6 +195,11 @@ export const ERROR_CODES = {
 } as const satisfies Record<string, ErrorInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The codes whose host-made refusals are of the moment (`moment: true`), in table order. */
+export function momentCodes(): ErrorCode[] {
+  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((c) => (ERROR_CODES[c] as ErrorInfo).moment === true);
+}
 
 export function isErrorCode(x: unknown): x is ErrorCode {
   return typeof x === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CODES, x);

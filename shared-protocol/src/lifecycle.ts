@@ -1,4 +1,4 @@
-// Command lifecycle and evidence, as DESIGN.md defines them.
+// Command lifecycle and evidence.
 //   submitted → sent → accepted → running → one terminal state
 
 export const LIFECYCLE_STATES = [

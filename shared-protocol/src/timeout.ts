@@ -1,4 +1,4 @@
-// The per-command deadline of seed 001 §2.3:
+// The per-command deadline:
 //   timeout = rtt_max × 3 + device_processing_max + actuator_worst × 1.5
 // rtt × 3: command, ack and confirmation each cross the link, plus one spare round trip.
 // actuator × 1.5: the datasheet worst case still drifts with voltage, temperature and wear.

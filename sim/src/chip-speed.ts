@@ -28,7 +28,7 @@ export const WORKLOAD =
 export const WORKLOAD_N = 200;
 /**
  * Instructions of `work(200)`: callgrind's total for a run of WORKLOAD + `print(work(200))` minus the
- * same with work(0). Espruino 2v29 (c5ff787b) built by ../shared/espruino/build.sh (-Og, x86-64,
+ * same with work(0). Espruino 2v29 (c5ff787b) built by scripts/build-espruino.sh (-Og, x86-64,
  * gcc 12.2), 2026-12-04. The chip's work is defined by this number, whatever this machine's build is.
  */
 export const WORKLOAD_INSTRUCTIONS = 824_227_169;

@@ -5,7 +5,7 @@ import type { Boot } from './boot.js';
 import { atobLatin1, btoaLatin1, bufferOf, bytesOf, crc32, latin1Of } from './bytes.js';
 import { formatArgs, formatValue } from './format.js';
 import { ESP32_PINS, isValidPin, PIN_MODES, type Gpio, type Level, type PinMode } from './gpio.js';
-import type { SimLink } from './link.js';
+import type { SimNetwork } from './network.js';
 import { createNetModule, type ConnectFn } from './net.js';
 import { PRELUDE_SOURCE, type PreludeHelpers, type PreludeHost } from './prelude.js';
 import { espruinoRand } from './prng.js';
@@ -28,7 +28,7 @@ export interface ContextDeps {
   boot: Boot;
   gpio: Gpio;
   storage: SimStorage;
-  link: SimLink;
+  network: SimNetwork;
   connect: ConnectFn;
   /** Length of the firmware source, for the process.memory() model. */
   sourceLength: number;
@@ -349,7 +349,7 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
   const modules: Record<string, Record<string, unknown>> = {};
   const makers: Record<string, () => Record<string, unknown>> = {
     Storage: () => createStorageModule(realm, storage),
-    net: () => createNetModule({ realm, link: deps.link, connect: deps.connect }),
+    net: () => createNetModule({ realm, network: deps.network, connect: deps.connect }),
     Wifi: () => createWifiModule(realm),
     // Espruino's native crypto (ESP32 and Linux builds): SHA256 of a byte string or bytes, as an ArrayBuffer of 32 bytes.
     crypto: () =>

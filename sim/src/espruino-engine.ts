@@ -13,9 +13,9 @@ import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import { ChipCgroup, type ChipSpeed } from './chip-speed.js';
 import { shimSource } from './espruino-shim.js';
 import type { Gpio, Level, PinMode } from './gpio.js';
-import type { SimLink } from './link.js';
+import type { SimNetwork } from './network.js';
+import { NetworkProxy } from './network-proxy.js';
 import type { I2cPort } from './i2c-global.js';
-import { LinkProxy } from './link-proxy.js';
 
 /** Espruino's default analogWrite frequency (also the vm's). */
 const DEFAULT_PWM_HZ = 5000;
@@ -29,9 +29,9 @@ export function espruinoBinary(env: NodeJS.ProcessEnv = process.env): string {
   const bin = env.PROOFRIG_ESPRUINO;
   if (!bin)
     throw new Error(
-      'the Espruino engine needs the Espruino interpreter: build it with ../shared/espruino/build.sh and set PROOFRIG_ESPRUINO to the path it prints',
+      'the Espruino engine needs the Espruino interpreter: build it with scripts/build-espruino.sh and set PROOFRIG_ESPRUINO to the path it prints',
     );
-  if (!existsSync(bin)) throw new Error(`PROOFRIG_ESPRUINO=${bin}: no such file (build it with ../shared/espruino/build.sh)`);
+  if (!existsSync(bin)) throw new Error(`PROOFRIG_ESPRUINO=${bin}: no such file (build it with scripts/build-espruino.sh)`);
   return bin;
 }
 
@@ -39,7 +39,7 @@ export interface EspruinoEngineDeps {
   binary: string;
   gpio: Gpio;
   clock: Clock;
-  link: SimLink;
+  network: SimNetwork;
   /** Console output of the interpreter (may contain newlines). */
   print: (text: string) => void;
   onWrite: (pin: number, level: Level) => void;
@@ -83,7 +83,7 @@ export class EspruinoEngine {
   private timers = new Set<TimerHandle>();
   private busyUntil = new Map<number, number>();
   private stdoutBuf = '';
-  private proxy: LinkProxy | undefined;
+  private proxy: NetworkProxy | undefined;
   private installed = false;
   private evals: ((v: unknown) => void)[] = [];
   private readonly unsubscribe: () => void;
@@ -103,7 +103,7 @@ export class EspruinoEngine {
 
   /**
    * Power on: on the first boot, write Storage (`.boot0` shim, the rig config with its host routed
-   * through the link proxy, the firmware as `.bootcde`), then start the interpreter, which boots from
+   * through the network proxy, the firmware as `.bootcde`), then start the interpreter, which boots from
    * Storage as a chip does.
    */
   async start(config: RigConfig | undefined, firmware: string | undefined): Promise<void> {
@@ -204,7 +204,7 @@ export class EspruinoEngine {
     let cfg = config;
     const m = config ? /^ws:\/\/([^/:]+):(\d+)(\/.*)?$/.exec(config.host) : null;
     if (config && m) {
-      this.proxy = new LinkProxy(this.deps.link, { host: m[1]!, port: Number(m[2]) });
+      this.proxy = new NetworkProxy(this.deps.network, { host: m[1]!, port: Number(m[2]) });
       const port = await this.proxy.listen();
       cfg = { ...config, host: `ws://127.0.0.1:${port}${m[3] ?? ''}` };
     }

@@ -6,9 +6,8 @@
 //   interpreter reads at most 536 bytes per socket per turn of its idle loop);
 // - digitalRead/getPinMode are synchronous on the chip, so they are a round trip: the read request
 //   goes out on stdout (after every earlier write, in order) and the shim blocks reading the named
-//   pipe `pins.fifo` in its working folder until Node answers there (about 1 ms on a loaded 2-core
-//   machine; a busy-wait on a plain file measured 11 ms, because it competes with Node for the
-//   CPU). The level read is the model's level after every earlier write, never a stale mirror.
+//   pipe `pins.fifo` in its working folder until Node answers there (a busy-wait on a plain file
+//   was an order of magnitude slower, because it competes with Node for the CPU). The level read is the model's level after every earlier write, never a stale mirror.
 // - JsVar store: the ESP32 allocates its store once at boot (up to 16,383 JsVars); the 64-bit Linux
 //   build starts with 4,096 and grows only when no single JsVar is free, never for a flat string
 //   (an ArrayBuffer such as every crypto.SHA256 result), so at ~3,000 in use it fails those
@@ -37,7 +36,7 @@
 // not microseconds after it happened; edges and the host's socket data are two queues, not one.
 // The interpreter still needs the CPU a chip would have: a firmware timer that runs late (the
 // process starved on a loaded machine) lets the hardware step train run on, as it would on a chip
-// whose main loop stalled (measured: 20 ms ticks running 70-120 ms apart at load 15 on 2 cores).
+// whose main loop stalled (seen on a heavily loaded machine; docs/performance.md).
 // At every boot the shim also sends the board of the config in Storage, so the rig model wires the
 // board the firmware will read (also one written by `proofrig upload --tcp` through the console).
 // I2C1 and analogRead are round trips like digitalRead: the rig's sensors (sensor-models.ts) answer
@@ -50,7 +49,7 @@ import { CONFIG_FILE } from '@proofrig/protocol';
  * Source of the `.boot0` file for a rig whose Node side listens on `port`. The shim is one string
  * evaluated at boot, so its functions live in RAM: the Linux build reads code kept in Storage through
  * an fopen/fread/fclose per chunk (an ESP32 maps flash into memory), which made the per-edge path
- * cost ~4x more CPU (measured: 226 µs against 60 µs of CPU per edge).
+ * cost several times more CPU (docs/performance.md).
  */
 export function shimSource(port: number): string {
   // The JsVar store is grown first (see above), then the shim is evaluated from RAM.

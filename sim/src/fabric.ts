@@ -11,7 +11,7 @@ import { EventEmitter } from 'node:events';
 import type { Socket as NodeSocket } from 'node:net';
 import type { Clock } from '@proofrig/protocol/clock';
 import type { Link } from '@proofrig/protocol';
-import { OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, WS_MORE, wsDecode, wsEncode, type WsFrame } from '../../firmware/src/wscodec.js';
+import { OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, WS_MORE, wsDecode, wsEncode, type WsFrame } from '@proofrig/protocol/wscodec';
 import type { ConnectFn } from './net.js';
 import type { Rng } from './prng.js';
 

@@ -24,7 +24,7 @@ export {
   STALL_FAULT_MAX_MS,
   type AxisState,
 } from './slide-model.js';
-export type { DropDirection } from './link.js';
+export type { DropDirection } from './network.js';
 export { SOCKET_ERRORS, NET_CHUNK_SIZE } from './net.js';
 export { WIFI_CONNECT_MS } from './wifi.js';
 export type { Gpio, PinMode, PwmState, Level } from './gpio.js';

@@ -89,8 +89,8 @@ interface PropertyDescriptor {
  * module state when that callback is a top-level function of the bundle. The inspector hands each
  * scope over as a mirror `{description, object}`; the earlier walk pushed every scope and kept one
  * per key set, and since every mirror has the same two keys it kept only this first one. Stopping
- * there prices exactly the same and saves most of the inspector round trips (a chaos run asked for
- * an estimate every 10 s of clock per rig and spent ~10 % of its time here).
+ * there prices exactly the same and saves most of the inspector round trips (a chaos run asks for
+ * an estimate every 10 s of clock per rig).
  */
 function firstClosureScope(fns: Function[]): object | undefined {
   const k = keep();
@@ -114,7 +114,7 @@ function firstClosureScope(fns: Function[]): object | undefined {
     k.roots.length = 0;
     k.hold.length = 0;
     // A connected inspector session keeps every vm context it has seen alive (each rig boot is a new
-    // context): a long chaos run grew ~2 MB per seed until it ran out of memory. So the session lives
+    // context): a long chaos run grew with every seed until it ran out of memory. So the session lives
     // for one walk only; its object ids, and the two arrays it knows, go with it.
     session!.disconnect();
     session = undefined;

@@ -1,5 +1,5 @@
 // Espruino's require('net') over real Node sockets: latin1 byte strings, negative error codes, events
-// delivered asynchronously in Espruino's order (error → end → close), and the link's injected outages.
+// delivered asynchronously in Espruino's order (error → end → close), and the simulated network's injected outages.
 //
 // Reproduced from Espruino's libs/network (socketserver.c, jswrap_net.c, network_esp32.c):
 // - 'data' carries at most 536 bytes (the ESP32 network's chunkSize); data with no 'data' listener
@@ -15,12 +15,12 @@ import { readFileSync } from 'node:fs';
 import * as nodeNet from 'node:net';
 import type { Socket as NodeSocket } from 'node:net';
 import { realClock } from '@proofrig/protocol/clock';
-import type { LinkSocket, SimLink } from './link.js';
+import type { NetworkSocket, SimNetwork } from './network.js';
 import type { Realm } from './realm.js';
 
 /** Bytes per 'data' event, as the ESP32 build of Espruino reads them. */
 export const NET_CHUNK_SIZE = 536;
-/** Simulated time for a connection attempt to be refused while the link is down. */
+/** Simulated time for a connection attempt to be refused while the network is down. */
 export const REFUSE_MS = 5;
 
 /** lwIP's TCP_MSS on the ESP32: a segment this full is sent even while earlier data is unacknowledged. */
@@ -73,7 +73,7 @@ export type ConnectFn = (opts: { host: string; port: number }) => NodeSocket;
 
 export interface NetDeps {
   realm: Realm;
-  link: SimLink;
+  network: SimNetwork;
   connect: ConnectFn;
 }
 
@@ -122,7 +122,7 @@ export function createNetModule(deps: NetDeps): Record<string, unknown> {
 
 type State = 'connecting' | 'open' | 'ending' | 'closed';
 
-class SimSocket implements LinkSocket {
+class SimSocket implements NetworkSocket {
   readonly obj: Record<string, unknown>;
   private state: State = 'connecting';
   private node: NodeSocket | undefined;
@@ -143,7 +143,7 @@ class SimSocket implements LinkSocket {
     target: { host: string; port: number },
     callback: Function | undefined,
   ) {
-    const { realm, link } = deps;
+    const { realm, network } = deps;
     const boot = realm.boot;
     this.obj = realm.obj({
       write: realm.fn((data?: unknown) => this.write(data)),
@@ -153,8 +153,8 @@ class SimSocket implements LinkSocket {
     });
     if (callback) realm.helpers.on(this.obj, 'connect', callback);
     boot.onKill(() => this.kill());
-    if (link.down) {
-      // The link swallows the SYN: the attempt fails like a refused connection.
+    if (network.down) {
+      // The network swallows the SYN: the attempt fails like a refused connection.
       boot.defer(() => this.finish(-9), REFUSE_MS);
       return;
     }
@@ -172,15 +172,15 @@ class SimSocket implements LinkSocket {
       return;
     }
     this.node = node;
-    this.unregister = link.register(this);
+    this.unregister = network.register(this);
     node.on('error', (err: Error) => {
-      if (!this.active || this.deps.link.swallowsToDevice) return;
+      if (!this.active || this.deps.network.swallowsToDevice) return;
       this.errorCode = espruinoErrorCode(err);
     });
     node.on('connect', () => this.opened());
     node.on('data', (buf: Buffer) => this.received(buf));
     node.on('close', () => {
-      if (!this.active || this.deps.link.swallowsToDevice) return; // the host's FIN/RST is lost too
+      if (!this.active || this.deps.network.swallowsToDevice) return; // the host's FIN/RST is lost too
       this.finish(this.errorCode);
     });
     if ((node as { connecting?: boolean }).connecting !== true && !node.destroyed) boot.defer(() => this.opened());
@@ -201,7 +201,7 @@ class SimSocket implements LinkSocket {
   }
 
   private received(buf: Buffer): void {
-    if (!this.active || this.state === 'ending' || this.deps.link.swallowsToDevice) return;
+    if (!this.active || this.state === 'ending' || this.deps.network.swallowsToDevice) return;
     this.acked('peer'); // data from the peer carries the ACK of everything we sent before it
     this.rx += buf.toString('latin1');
     this.flush();
@@ -262,7 +262,7 @@ class SimSocket implements LinkSocket {
     };
     const boot = this.deps.realm.boot;
     const node = this.node;
-    if (this.deps.link.swallowsFromDevice || !node || node.destroyed) {
+    if (this.deps.network.swallowsFromDevice || !node || node.destroyed) {
       boot.defer(sent); // the bytes leave the chip and are lost on the way
       return;
     }
@@ -287,7 +287,7 @@ class SimSocket implements LinkSocket {
     this.unacked = false;
     this.ackGen++;
     if (this.held.length === 0 || this.state === 'closed' || this.idleQueued) return;
-    this.deps.link.nagleReleased(by, this.deps.realm.boot.clock.now() - this.heldSince);
+    this.deps.network.nagleReleased(by, this.deps.realm.boot.clock.now() - this.heldSince);
     this.transmit();
   }
 
@@ -300,7 +300,7 @@ class SimSocket implements LinkSocket {
     this.state = 'ending';
     const node = this.node;
     const boot = this.deps.realm.boot;
-    if (!node || this.deps.link.down) {
+    if (!node || this.deps.network.down) {
       // During an outage the FIN cannot get through: the chip just drops the connection.
       node?.destroy();
       boot.defer(() => this.finish(undefined));
@@ -332,7 +332,7 @@ class SimSocket implements LinkSocket {
   }
 
   /** End of an outage this connection did not survive. */
-  linkReset(): void {
+  outageReset(): void {
     if (this.state === 'closed' || !this.deps.realm.boot.live) return;
     this.finish(-9);
   }

@@ -15,7 +15,7 @@ import { resolveFault, type AxisFault, type AxisFaultSpec, type RelayFault } fro
 import { Gpio, isValidPin } from './gpio.js';
 import { calibrate, chipSpeedUnavailable } from './chip-speed.js';
 import { EspruinoEngine, espruinoBinary, readFirmware } from './espruino-engine.js';
-import { DEFAULT_DROP_MS, SimLink, type DropDirection } from './link.js';
+import { DEFAULT_DROP_MS, SimNetwork, type DropDirection } from './network.js';
 import { defaultConnect, type ConnectFn } from './net.js';
 import { mulberry32, randomSeed, rngStreams, type Rng } from './prng.js';
 import { RelayModel, type RelayState } from './relay-model.js';
@@ -74,7 +74,7 @@ export class SimRig extends EventEmitter {
   private readonly opts: SimRigOptions;
   private readonly clock: Clock;
   private readonly gpio = new Gpio();
-  private readonly link: SimLink;
+  private readonly network: SimNetwork;
   private readonly connectFn: ConnectFn;
   private readonly physicsRng: Rng;
   private relays = new Map<number, RelayModel>();
@@ -107,7 +107,7 @@ export class SimRig extends EventEmitter {
     this.sensorRng = mulberry32(this.seed ^ 0x5e4502);
     this.connectFn = opts.connect ?? defaultConnect;
     this.storage = new SimStorage();
-    this.link = new SimLink(
+    this.network = new SimNetwork(
       this.clock,
       (state) => this.safeEmit('link', state),
       (by, heldMs) => this.safeEmit('nagle', by, heldMs),
@@ -126,7 +126,7 @@ export class SimRig extends EventEmitter {
         chipSpeed: opts.chipSpeed ? calibrate(binary) : undefined,
         gpio: this.gpio,
         clock: this.clock,
-        link: this.link,
+        network: this.network,
         i2c: this.i2cPort(),
         telnetPort: opts.telnetPort,
         print: (text) => this.printLines(text),
@@ -207,7 +207,7 @@ export class SimRig extends EventEmitter {
       boot,
       gpio: this.gpio,
       storage: this.storage,
-      link: this.link,
+      network: this.network,
       connect: this.connectFn,
       sourceLength: source.length,
       reboot: (why) => this.hardReset(boot, why),
@@ -303,7 +303,7 @@ export class SimRig extends EventEmitter {
     for (const s of this.slides.values()) s.dispose();
     this.slides.clear();
     this.esp?.dispose();
-    this.link.dispose();
+    this.network.dispose();
   }
 
   // ---- faults --------------------------------------------------------------------------------------
@@ -379,7 +379,7 @@ export class SimRig extends EventEmitter {
   /** The network swallows bytes for `ms` (default 1500); new connections fail with -9 meanwhile. */
   linkDrop(opts: { direction?: DropDirection; ms?: number } = {}): void {
     if (this.dead) return;
-    this.link.drop(opts.direction ?? 'both', opts.ms ?? DEFAULT_DROP_MS);
+    this.network.drop(opts.direction ?? 'both', opts.ms ?? DEFAULT_DROP_MS);
   }
 
   // ---- observation ---------------------------------------------------------------------------------

@@ -27,6 +27,12 @@ export interface E2E {
   act(tool: string, args: Record<string, unknown>): Promise<{ first: CommandStatus; final: CommandStatus }>;
   waitTerminal(commandId: string, ms?: number): Promise<CommandStatus>;
   waitOnline(dev?: string, ms?: number): Promise<void>;
+  /**
+   * What happened to a command, for an assertion's message (`expect(final, e.story(final))`): its
+   * detail, its journal history and the host's log lines about its device, times relative to its
+   * submission. A failure on a slow machine then says why instead of only which field differed.
+   */
+  story(c: CommandStatus): string;
   restart(): Promise<void>;
   close(): Promise<void>;
 }
@@ -112,6 +118,15 @@ export async function startE2E(
       if (r.isError) throw new Error(JSON.stringify(r.content));
       const first = r.structuredContent as unknown as CommandStatus;
       return { first, final: await e.waitTerminal(first.command_id) };
+    },
+    story(c) {
+      const t0 = Date.parse(c.submitted_at);
+      const rel = (t: unknown) => (typeof t === 'number' ? `+${t - t0} ms` : '?');
+      const hist = running.core.commands.history(c.command_id).map((h) => `  ${rel(h.at)} ${h.state}${h.note ? ` (${h.note})` : ''}`);
+      const lines = logs
+        .filter((l) => l.device_id === c.device_id && (l.command_id === c.command_id || l.command_id === undefined) && l.evt !== 'sim_console')
+        .map((l) => `  ${rel(l.time)} ${String(l.evt ?? l.msg)}${l.reason ? ` ${String(l.reason)}` : ''}${l.detail ? `: ${String(l.detail)}` : ''}`);
+      return [`${c.state} ${c.error_code ?? ''} after ${c.elapsed_ms} ms (deadline ${c.deadline_ms} ms): ${c.detail ?? ''}`, 'history:', ...hist, 'host log:', ...lines].join('\n');
     },
     async waitOnline(dev = o.device ?? RIG, ms = slow ? 30000 : 8000) {
       await until(() => running.core.devices.view(dev)?.online === true && running.core.devices.view(dev)?.state !== null, ms, `${dev} online`);

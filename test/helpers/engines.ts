@@ -13,7 +13,7 @@ export const ESPRUINO_AVAILABLE = !!bin && existsSync(bin);
 
 if (!ESPRUINO_AVAILABLE && process.env.CI)
   throw new Error(
-    `CI requires the Espruino tier: PROOFRIG_ESPRUINO=${bin ?? '(unset)'} is not an interpreter; .ci/run builds one with ../shared/espruino/build.sh`,
+    `CI requires the Espruino tier: PROOFRIG_ESPRUINO=${bin ?? '(unset)'} is not an interpreter; .ci/run builds one with scripts/build-espruino.sh`,
   );
 
 /** A tier of the end-to-end suites: an engine, or 'chip-speed' (the Espruino engine under a chip-speed CPU quota). */
@@ -26,10 +26,22 @@ export const CHIP_SPEED = chipWanted && !chipWhyNot;
 
 if (chipWanted && chipWhyNot && process.env.CI) throw new Error(`CI requires the chip-speed tier, and here ${chipWhyNot}`);
 
+/**
+ * Where the chip-speed tier is on, `npm test` runs in two phases (vitest.config.ts): `suite`, every
+ * file with the chip-speed tier left out, then `chip`: only the chip-speed specs of the files in
+ * test/helpers/chip-phase-files.ts, with nothing else running. The quota holds the interpreter to the
+ * chip's share of a CPU; beside the whole suite on two cores it is not sure to get that share, and the
+ * tier's outcomes then depend on the machine's load (a CI run ended two chip-speed specs `timeout`
+ * that pass alone). Unset (a plain `npx vitest run`): one phase, every tier.
+ */
+export const PHASE = process.env.PROOFRIG_TIER_PHASE as 'suite' | 'chip' | undefined;
+/** Specs outside the tiers run in the `suite` phase only. */
+export const SUITE_PHASE = PHASE !== 'chip';
+
 let chipNoticed = false;
 /** The chip-speed tier as a list for describe.each: ['chip-speed'], or [] (with a one-line notice once) when it does not run. */
 export function chipSpeedTier(): Tier[] {
-  if (CHIP_SPEED) return ['chip-speed'];
+  if (CHIP_SPEED) return PHASE === 'suite' ? [] : ['chip-speed'];
   if (!chipNoticed) {
     chipNoticed = true;
     console.log(
@@ -51,7 +63,11 @@ export function engineOf(tier: Tier): Engine {
  * `picked(tier, yes)` is `it` on the other tiers, and at chip speed `it` when picked, else `it.skip`.
  */
 export function tiersUnderTest(): Tier[] {
-  return [...enginesUnderTest(), ...chipSpeedTier()];
+  return PHASE === 'chip' ? chipSpeedTier() : [...enginesUnderTest(), ...chipSpeedTier()];
+}
+/** The Espruino engine and the chip-speed tier (for suites that need the real interpreter), by phase. */
+export function interpreterTiers(): Tier[] {
+  return PHASE === 'chip' ? chipSpeedTier() : ['espruino', ...chipSpeedTier()];
 }
 export function picked(tier: Tier, atChipSpeed: boolean): typeof it | typeof it.skip {
   if (tier !== 'chip-speed') return it;
@@ -74,7 +90,7 @@ export function enginesUnderTest(): Engine[] {
   if (ESPRUINO_AVAILABLE) return ['vm', 'espruino'];
   if (!noticed) {
     noticed = true;
-    console.log('Espruino tier skipped: set PROOFRIG_ESPRUINO=$(../shared/espruino/build.sh | tail -n 1) to also run the end-to-end suites on the real interpreter');
+    console.log('Espruino tier skipped: set PROOFRIG_ESPRUINO=$(scripts/build-espruino.sh | tail -n 1) to also run the end-to-end suites on the real interpreter');
   }
   return ['vm'];
 }

@@ -6,7 +6,7 @@ import {
   authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, MAC_BYTES, macInput, PROTOCOL_VERSION, seal, sessionKeyMessage, unseal, withCounter,
   type DeviceState,
 } from '@proofrig/protocol';
-import { createLinkedPair, type Link } from '../../host/src/core/link.js';
+import { createMemoryLinkPair, type Link } from '../../host/src/core/memory-link.js';
 import { RACK_RIDE_MS, type HostCore } from '../../host/src/core/host.js';
 import { allDurable } from '../../host/src/core/journal/commit.js';
 
@@ -55,7 +55,7 @@ export class FakeDevice {
     readonly boot: string,
     readonly board = 'relay-rig-4ch',
   ) {
-    const [hostSide, deviceSide] = createLinkedPair();
+    const [hostSide, deviceSide] = createMemoryLinkPair();
     this.hostSide = hostSide;
     core.attach(hostSide);
     this.link = deviceSide;

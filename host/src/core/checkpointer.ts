@@ -1,7 +1,7 @@
 // SQLite's WAL checkpoint, off the event loop. With the default wal_autocheckpoint the COMMIT that
 // finds the WAL past 1,000 pages copies them into the database file and fsyncs it, on the thread that
-// committed: measured on the bench's batches, the tail of a COMMIT's latency (p99 ~13 ms against ~1.2 ms
-// without) and ~3 µs of SQL per command. Here the writer's own connection never checkpoints (wal_autocheckpoint = 0) and a
+// committed: on the bench's batches it made the tail of a COMMIT's latency ten times longer, and cost SQL
+// time per command (docs/performance.md). Here the writer's own connection never checkpoints (wal_autocheckpoint = 0) and a
 // worker thread with its own connection runs PASSIVE checkpoints, which never block the writer. What is
 // durable and when does not change: the WAL holds every commit (fsynced by the journal) until a
 // checkpoint has copied it and synced the database file, and SQLite resets the WAL only after that.

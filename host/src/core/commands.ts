@@ -246,7 +246,7 @@ export class Commands extends EventEmitter {
       this.limiter.hit('unknown_result ' + dev, (suppressed) =>
         this.log.warn({ evt: 'unknown_result', device_id: dev, rid: f.rid, ...(suppressed ? { suppressed } : {}) }, 'result for a request this host never sent'),
       );
-      this.journal.afterCommit(() => s.sendRider({ t: 'rack', rid: f.rid }));
+      this.journal.afterCommit(() => s.sendWithNext({ t: 'rack', rid: f.rid }));
       return;
     }
     if (isTerminal(c.state)) {
@@ -254,7 +254,7 @@ export class Commands extends EventEmitter {
         c.updated_at = this.clock.now();
         this.noted(c, `late result from device ignored: ${f.st}${f.code ? ' ' + f.code : ''}${f.msg ? ': ' + f.msg : ''}`);
       }
-      this.journal.afterCommit(() => s.sendRider({ t: 'rack', rid: f.rid }));
+      this.journal.afterCommit(() => s.sendWithNext({ t: 'rack', rid: f.rid }));
       return;
     }
     c.device_state = f.s;
@@ -274,7 +274,7 @@ export class Commands extends EventEmitter {
         executed: true,
         accepted: true,
       });
-      this.journal.afterCommit(() => s.sendRider({ t: 'rack', rid: f.rid }));
+      this.journal.afterCommit(() => s.sendWithNext({ t: 'rack', rid: f.rid }));
       return;
     }
     this.finish(c, f.st, {
@@ -285,7 +285,7 @@ export class Commands extends EventEmitter {
       executed: f.st === 'completed' || f.st === 'unverified' || f.st === 'failed',
       accepted: f.st !== 'rejected',
     });
-    this.journal.afterCommit(() => s.sendRider({ t: 'rack', rid: f.rid }));
+    this.journal.afterCommit(() => s.sendWithNext({ t: 'rack', rid: f.rid }));
   }
 
   // ---- internals -------------------------------------------------------------------

@@ -69,7 +69,7 @@ export class DeadlineWatch {
   /** Commands that had their one fresh window because the device said it was still running them. */
   private runWaits = new Set<string>();
   /** Commands whose offline grace ran out with their device back on a new connection: asked once more, not ended blind. */
-  private graceAsks = new Set<string>();
+  private askedAfterGrace = new Set<string>();
   /** Commands whose grace ran out while their device was in a handshake: that handshake was waited for, once. */
   private handshakeWaits = new Set<string>();
   /** Commands journaled as sent whose `cmd` frame waits for that commit: their deadline is not armed yet, nor may they be asked about. */
@@ -101,7 +101,7 @@ export class DeadlineWatch {
     this.bounds.delete(id);
     this.doneWaits.delete(id);
     this.runWaits.delete(id);
-    this.graceAsks.delete(id);
+    this.askedAfterGrace.delete(id);
     this.handshakeWaits.delete(id);
     this.wroteOn.delete(id);
     this.recovered.delete(id);
@@ -327,8 +327,8 @@ export class DeadlineWatch {
     // The device reconnected during the grace (its reconnect's query may still be on the way, or was
     // lost): it can be asked now, so ask once more rather than end the command while it may hold the result.
     const now = this.devices.session(dev);
-    if (now && now !== was && !this.graceAsks.has(id)) {
-      this.graceAsks.add(id);
+    if (now && now !== was && !this.askedAfterGrace.has(id)) {
+      this.askedAfterGrace.add(id);
       void this.expire(id);
       return;
     }

@@ -11,7 +11,7 @@ import { DEFAULT_RETENTION, type Retention } from './journal/retention.js';
 import { Journal } from './journal/journal.js';
 import type { PrunedCommand } from './journal/records.js';
 import type { TimerHandle } from '@proofrig/protocol/clock';
-import type { Link } from './link.js';
+import type { Link } from '@proofrig/protocol';
 import { Session, type SessionHandler } from './session.js';
 import { LogLimiter } from './log-limit.js';
 
@@ -36,7 +36,7 @@ export interface HostOptions {
 
 /**
  * A `rack` waits at most this long for the next frame to its device: long enough for a busy device's
- * next command (~10 ms apart at 100 devices) to take it along, and under the ~40 ms delayed ACK a
+ * next command to take it along, and under the delayed ACK (40 ms on Linux) a
  * silent host would leave the device's Nagle waiting for (the device only frees an outbox slot).
  */
 export const RACK_RIDE_MS = 20;
@@ -230,7 +230,7 @@ export class HostCore implements SessionHandler {
     this.devices.observe(s.dev!, f.s);
     this.journal.afterCommit(() => {
       if (fresh) this.log.warn({ evt: 'device_event', device_id: s.dev, boot: s.boot, kind: f.k, ch: f.ch, msg: f.msg }, 'interlock acted on the device');
-      s.sendRider({ t: 'rack', rid: f.id });
+      s.sendWithNext({ t: 'rack', rid: f.id });
     });
   }
 
@@ -266,10 +266,10 @@ export class HostCore implements SessionHandler {
     switch (f.t) {
       case 'ack':
         // The device's Nagle holds the `res` (or `prog`) that follows until this is acknowledged.
-        s.answerNagle(f.rid);
+        s.releaseDeviceNagle(f.rid);
         return this.commands.ack(s, f);
       case 'prog':
-        s.answerNagle(f.rid);
+        s.releaseDeviceNagle(f.rid);
         return this.commands.progress(s, f);
       case 'res':
         s.resultIn(f.rid);

@@ -1,7 +1,7 @@
 // Identifiers the host mints.
 import { randomBytes, randomFillSync } from 'node:crypto';
 
-// A randomBytes call per id was ~7 % of the host's CPU under load (two ids per command): ids are
+// A randomBytes call per id was a visible share of the host's CPU under load (two ids per command): ids are
 // cut from a buffer of CSPRNG bytes refilled 4 KiB at a time. Nonces and secrets keep their own call.
 const POOL = Buffer.alloc(4096);
 let at = POOL.length;
@@ -37,8 +37,8 @@ function timePrefix(): string {
 }
 
 // Time first, then 53 random bits: ids minted later sort after earlier ones, so the journal's indexes on
-// them grow at one end (a random id landed on a random page of each index: measured, the WAL written per
-// commit and the COMMIT's time both grew with the number of distinct pages a batch touched), and two ids
+// them grow at one end (a random id landed on a random page of each index, and the WAL written per commit
+// and the COMMIT's time both grow with the number of distinct pages a batch touches), and two ids
 // of the same millisecond still differ but by chance (~1 in 10^16 per pair).
 function timeOrdered(): string {
   return timePrefix() + pooled(7).toString('base64url').slice(0, 9).replace(/[-_]/g, 'x');

@@ -27,7 +27,7 @@ import {
   type ToHostFrame,
 } from '@proofrig/protocol';
 import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
-import type { Link } from './link.js';
+import type { Link } from '@proofrig/protocol';
 import { newNonce } from './ids.js';
 import { remoteAddress, type LogLimiter } from './log-limit.js';
 
@@ -83,8 +83,8 @@ export class Session {
   /** Acks and progress of this read still to be answered (answerAtReadEnd), newest last. */
   private toAnswer: string[] | undefined;
   /** Racks waiting to go out with the next frame (rideMs), oldest first, and the timer that sends them alone. */
-  private riders: ToDeviceFrame[] = [];
-  private rideTimer: TimerHandle | undefined;
+  private waitingForNext: ToDeviceFrame[] = [];
+  private aloneTimer: TimerHandle | undefined;
 
   constructor(
     readonly link: Link,
@@ -100,28 +100,28 @@ export class Session {
   }
 
   send(f: ToDeviceFrame): void {
-    if (this.riders.length === 0) return this.link.send(this.text(f));
+    if (this.waitingForNext.length === 0) return this.link.send(this.text(f));
     // Waiting racks first: sealed before this frame, their counters come first too.
-    const texts = this.riders.map((r) => this.text(r));
-    this.riders = [];
-    this.clock.clearTimeout(this.rideTimer);
-    this.rideTimer = undefined;
+    const texts = this.waitingForNext.map((r) => this.text(r));
+    this.waitingForNext = [];
+    this.clock.clearTimeout(this.aloneTimer);
+    this.aloneTimer = undefined;
     texts.push(this.text(f));
     if (this.link.sendBatch) this.link.sendBatch(texts);
     else for (const t of texts) this.link.send(t);
   }
 
   /** A frame nothing waits for (a `rack`): with rideMs it goes out with the next frame, or alone rideMs from now. */
-  sendRider(f: ToDeviceFrame): void {
+  sendWithNext(f: ToDeviceFrame): void {
     if (!this.opts.rideMs) return this.send(f);
     if (this.ended) return;
-    this.riders.push(f);
-    this.rideTimer ??= this.clock.setTimeout(() => this.rideAlone(), this.opts.rideMs);
+    this.waitingForNext.push(f);
+    this.aloneTimer ??= this.clock.setTimeout(() => this.sendWaitingAlone(), this.opts.rideMs);
   }
 
-  private rideAlone(): void {
-    this.rideTimer = undefined;
-    const r = this.riders;
+  private sendWaitingAlone(): void {
+    this.aloneTimer = undefined;
+    const r = this.waitingForNext;
     if (this.ended || r.length === 0) return;
     const last = r.pop()!;
     // send() takes the others along, in order.
@@ -146,7 +146,7 @@ export class Session {
    * handled: if the result of every such frame came with it, nothing is held and no answer is sent
    * (the `rack` of that result carries the ACK); else one `hb` acknowledges all of them.
    */
-  answerNagle(rid: string): void {
+  releaseDeviceNagle(rid: string): void {
     if (!this.opts.answerAtReadEnd) return this.send({ t: 'hb', ack: rid });
     if (this.toAnswer === undefined) {
       this.toAnswer = [];
@@ -312,8 +312,8 @@ export class Session {
     if (this.ended) return;
     this.ended = true;
     this.clock.clearTimeout(this.timer);
-    this.clock.clearTimeout(this.rideTimer);
-    this.riders = [];
+    this.clock.clearTimeout(this.aloneTimer);
+    this.waitingForNext = [];
     this.h.offline(this, reason);
   }
 }

@@ -19,6 +19,7 @@ function board(core: HostCore, dev: string) {
   if (!b) return null;
   return {
     area: b.area ?? null,
+    estop: !!b.estop,
     relays: b.relays.map((r) => ({ ch: r.ch, name: r.name, label: r.label ?? null, feedback: r.feedback.kind })),
     axes: (b.steppers ?? []).map((s) => ({ axis: s.axis, name: s.name, label: s.label ?? null, travel_mm: [s.travel.min_mm, s.travel.max_mm] })),
   };

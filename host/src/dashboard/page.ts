@@ -1,7 +1,10 @@
 // The dashboard page: one static HTML document with its script inline (no build step, no
 // framework). It holds no data itself; everything comes from /events with the bearer token,
 // which it takes from the URL fragment (#token=…, never sent to the server) and keeps in
-// sessionStorage.
+// sessionStorage. The operator controls (operator-panel.ts) appear only once a person pasted the
+// operator token and the host confirmed it; that token stays in the script's memory.
+import { OPERATOR_CSS, OPERATOR_HTML, OPERATOR_SCRIPT } from './operator-panel.js';
+
 export const DASHBOARD_HTML = `<!doctype html>
 <html lang="en">
 <head>
@@ -54,14 +57,16 @@ export const DASHBOARD_HTML = `<!doctype html>
   #faults li { margin-bottom: .3rem; }
   #faults .code { margin-right: .4rem; }
   .empty { color: var(--mute); font-style: italic; }
+${OPERATOR_CSS}
   #auth { display: none; margin: 1rem 1.2rem; padding: .8rem; border: 1px solid var(--bad); border-radius: 6px; }
 </style>
 </head>
 <body>
-<header><h1>proofrig</h1><span class="tag">only what the hardware confirmed</span><span id="conn" class="down" data-testid="conn">connecting…</span></header>
+<header><h1>proofrig</h1><span class="tag">only what the hardware confirmed</span><span id="conn" class="down" data-testid="conn">connecting…</span><button id="op-open" type="button" data-testid="op-open">operator controls</button></header>
 <div id="auth" data-testid="auth">This dashboard needs the access token. Open the dashboard URL that <code>proofrig serve</code> printed (it ends in <code>#token=…</code>).</div>
 <main>
   <section>
+${OPERATOR_HTML}
     <h2>Devices</h2>
     <div id="devices" data-testid="devices"><p class="empty">No devices yet.</p></div>
     <h2>Faults</h2>
@@ -218,8 +223,9 @@ export const DASHBOARD_HTML = `<!doctype html>
         if (a.fault && !(before && before.fault)) faults.unshift({ code: 'DRIVER FAULT', at: new Date().toISOString(), device: data.device_id, text: 'axis ' + a.axis + ' at ' + a.pos + ' mm' });
       });
     }
-    renderDevices(); renderCommands(); renderFaults();
+    renderDevices(); renderCommands(); renderFaults(); renderOperator();
   }
+${OPERATOR_SCRIPT}
 
   function setConn(ok, text) { var el = document.getElementById('conn'); el.className = ok ? 'live' : 'down'; el.textContent = text; }
 

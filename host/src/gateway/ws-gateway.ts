@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { DEVICE_PATH } from '@proofrig/protocol';
 import type { Logger } from 'pino';
-import type { Link } from '../core/link.js';
+import type { Link } from '@proofrig/protocol';
 
 /** Larger frames are refused by the socket layer: no legitimate frame is near this. */
 const MAX_FRAME_BYTES = 64 * 1024;

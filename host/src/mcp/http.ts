@@ -19,7 +19,8 @@ import { AddressCaps } from './address-caps.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { DASHBOARD_HTML } from '../dashboard/page.js';
 import { serveEvents } from '../dashboard/events.js';
-import { COOKIE, DashboardLinks, LINK_TTL_MS, SESSION_TTL_MS } from '../dashboard/link.js';
+import { COOKIE, DashboardLinks, LINK_TTL_MS, SESSION_TTL_MS } from '../dashboard/one-time-link.js';
+import { OPERATOR_PATH, operatorCall, operatorRefusal, operatorWho } from '../dashboard/operator.js';
 
 export const MCP_PATH = '/mcp';
 /** The dashboard's live feed (Server-Sent Events). */
@@ -170,7 +171,7 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== MCP_PATH && path !== '/' && path !== EVENTS_PATH && path !== LINK_PATH) {
+    if (path !== MCP_PATH && path !== '/' && path !== EVENTS_PATH && path !== LINK_PATH && path !== OPERATOR_PATH) {
       res.writeHead(404, { 'content-type': 'text/plain' });
       res.end(`proofrig: MCP (Streamable HTTP) at ${MCP_PATH}, the dashboard at /, devices (WebSocket) at /device\n`);
       return;
@@ -243,6 +244,15 @@ export async function startHttpHost(core: HostCore, port: number, o: HttpOptions
       const code = links.mint(auth ?? { token: '', clientId: 'none', scopes: ['agent'] });
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
       return void res.end(JSON.stringify({ url: `http://${req.headers.host}/?once=${code}`, expires_in_s: LINK_TTL_MS / 1000 }));
+    }
+    if (path === OPERATOR_PATH) {
+      // The dashboard's operator controls: the operator token's bearer header only (see dashboard/operator.ts).
+      if (req.method !== 'GET' && req.method !== 'POST') return void res.writeHead(405, { allow: 'GET, POST' }).end();
+      const no = operatorRefusal(req, auth, !!o.tokens);
+      const answer = no ?? (req.method === 'GET' ? operatorWho() : await operatorCall(core, o.mcp, auth!, req, await readJson(req)));
+      if (no) refused(req, no.status, 'operator controls');
+      res.writeHead(answer.status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      return void res.end(JSON.stringify(answer.body));
     }
     if (path === EVENTS_PATH) {
       if (req.method !== 'GET') return void res.writeHead(405, { allow: 'GET' }).end();

@@ -2,7 +2,7 @@
 // esptool-js uploads, 4 MB of NOR flash and the DTR/RTS auto-reset circuit of a dev board.
 // It implements PortLike, so the real esptool-js drives it through the same WebSerialAdapter
 // that drives a real port. Protocol: esptool's serial-protocol docs; what esptool-js 0.7.0
-// sends: node_modules/esptool-js/lib/esploader.js. See /work/shared/flashing.md.
+// sends: node_modules/esptool-js/lib/esploader.js. See docs/flashing.md.
 import { createHash } from 'node:crypto';
 import { createInflate, constants as zlibConstants } from 'node:zlib';
 import type { ModemLines, PortInfo, PortLike, PortSink } from '../../../host/src/flash/web-serial-adapter.js';

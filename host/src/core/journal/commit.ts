@@ -140,7 +140,7 @@ export abstract class GroupCommit {
    * Before SQLite writes (a batch begins or commits, a write of its own): the -shm file can still be
    * written, else the journal is lost (throws). SQLite maps it into memory; once the file is immutable or
    * its file system read-only, the kernel answers a write to a page of that mapping with SIGBUS, which ends
-   * the process without a word. access(2) sees both (EPERM, EROFS) first: one system call (~5 µs) at the
+   * the process without a word. access(2) sees both (EPERM, EROFS) first: one system call at the
    * BEGIN and one at the COMMIT of a batch. The database and -wal files are written with pwrite(2), which
    * fails with an error instead (a failed commit, rolled back); the timer checks all three once a second.
    */
@@ -201,8 +201,8 @@ export abstract class GroupCommit {
       return fn();
     } finally {
       this.grouping--;
-      // settle() itself waits for the outermost group to end.
-      if (!this.defer && this.db.open) this.settle();
+      // commitBatch() itself waits for the outermost group to end.
+      if (!this.defer && this.db.open) this.commitBatch();
     }
   }
 
@@ -234,7 +234,7 @@ export abstract class GroupCommit {
   }
 
   /** Commit the open batch (if any), then run what waited for it; on failure roll back and tell every waiter. */
-  settle(): void {
+  commitBatch(): void {
     if (!this.pending || this.grouping) return;
     try {
       this.guard();
@@ -305,7 +305,7 @@ export abstract class GroupCommit {
       this.run(done);
       if (this.commitAfterSync) {
         this.commitAfterSync = false;
-        this.settle();
+        this.commitBatch();
       }
       this.startSync();
     });
@@ -402,7 +402,7 @@ export abstract class GroupCommit {
         if (!this.db.open) return;
         // Group commit: while an fsync runs, the batch stays open and grows; it commits when the fsync returns.
         if (this.syncing) this.commitAfterSync = true;
-        else this.settle();
+        else this.commitBatch();
       });
     }
   }
@@ -413,8 +413,8 @@ export abstract class GroupCommit {
     if (!this.defer && !this.grouping) return this.durably(() => this.tx(f));
     this.begin();
     this.rowWrites++;
-    // Inside the open batch a write gets no savepoint of its own (they were 30 % of the journal's
-    // time per command, measured): a write that fails poisons the batch instead, and settle() rolls
+    // Inside the open batch a write gets no savepoint of its own (they were a large share of the
+    // journal's time per command): a write that fails poisons the batch instead, and commitBatch() rolls
     // the whole batch back as it does a failed COMMIT, so nothing partial is ever committed.
     try {
       f();
@@ -433,7 +433,7 @@ export abstract class GroupCommit {
       busy.delete(this);
       return;
     }
-    this.settle();
+    this.commitBatch();
     // What still waits for an fsync is synced here, before the process may exit.
     if (!this.broken && (this.syncing || this.unsynced)) {
       const waiting = [...this.covered.splice(0), ...this.next.splice(0)];

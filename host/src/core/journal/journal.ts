@@ -58,7 +58,7 @@ export class Journal extends Staging {
 
   /** Register (or re-key) a device with its secret and board; `simulated` marks a rig a host run started. */
   provision(deviceId: string, secret: string, board: BoardDef, simulated = false): void {
-    this.settle();
+    this.commitBatch();
     this.durably(() => this.stmts.putDevice.run(deviceId, secret, JSON.stringify(board), simulated ? 1 : 0));
   }
 
@@ -90,7 +90,7 @@ export class Journal extends Staging {
    * it has commands that are not terminal, since their outcome would have nowhere to go.
    */
   removeDevice(deviceId: string): { ok: true } | { ok: false; reason: string } {
-    this.settle();
+    this.commitBatch();
     if (!this.device(deviceId)) return { ok: false, reason: `no device "${deviceId}" is provisioned (known: ${this.devices().map((d) => d.device_id).join(', ') || 'none'})` };
     const open = this.recent({ device_id: deviceId, open: true, limit: 10 });
     if (open.length)
@@ -116,7 +116,7 @@ export class Journal extends Staging {
    * ones, by tombstones (their events go too). Open commands are never touched. Returns how many went.
    */
   prune(r: Retention, now: number): number {
-    this.settle();
+    this.commitBatch();
     const drop = (ids: string[]) =>
       this.durably(this.db.transaction(() => {
         this.rowWrites += ids.length * 2;

@@ -187,7 +187,7 @@ export function toRecord(r: Row): CommandRecord {
 /**
  * A command's column values in COLUMNS order, bound as positional parameters: a named binding looks
  * every one of the 24 names up on an object, and an UPDATE's arguments built by name made objects with
- * keys added one by one (measured: ~20 % of the journal's time per command at 100 in flight).
+ * keys added one by one (a large share of the journal's time per command; docs/performance.md).
  */
 export type Values = unknown[];
 export function toValues(c: CommandRecord): Values {
@@ -208,8 +208,8 @@ export function sameFields(a: Values, b: Values): boolean {
 /**
  * A shallow copy: callers change top-level fields and then call update(); the journal's own copy must not move with them.
  * Field by field rather than `{ ...c }`: one object shape for every copy. Five copies a command at full load; with
- * the spread they were the journal's largest JS cost (measured without the fsync, 100 in flight: ~85 → ~55 µs a
- * command). Typed as the record, so a field added to it and not here fails to compile.
+ * the spread they were the journal's largest JS cost (docs/performance.md). Typed as the record, so a field added
+ * to it and not here fails to compile.
  */
 export const copy = (c: CommandRecord): CommandRecord => ({
   command_id: c.command_id, device_id: c.device_id, request_id: c.request_id, action: c.action, args: c.args, state: c.state,

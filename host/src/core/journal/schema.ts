@@ -4,15 +4,16 @@
 import type Database from 'better-sqlite3';
 import { COMMAND_COLUMNS, type CommandRecord } from './records.js';
 import { MOTION_ACTIONS } from '@proofrig/protocol/kinds';
+import { momentCodes, type ErrorCode } from '@proofrig/protocol';
 
 /**
- * The host's refusals of the moment: decided before anything was sent, for a reason that passes (the
- * device offline, the axis busy with another motion, a state read due after a fault). They are not
- * the request's answer, so a retry with the same request_id is judged anew. A refusal the device
- * made (sent_at set) is its answer and dedupes like any result. The index below is built from this
- * list: changing it needs a new index name (the old one is dropped in openSchema).
+ * The host's refusals of the moment (the codes marked `moment` in the protocol's error table,
+ * @proofrig/protocol codes.ts): decided before anything was sent, for a reason that passes. They
+ * are not the request's answer, so a retry with the same request_id is judged anew. A refusal the
+ * device made (sent_at set) is its answer and dedupes like any result. The index below is built
+ * from this list: changing it needs a new index name (the old one is dropped in openSchema).
  */
-export const MOMENT_REFUSALS = ['DEVICE_OFFLINE', 'BUSY', 'STATE_READ_REQUIRED'] as const;
+export const MOMENT_REFUSALS: readonly ErrorCode[] = momentCodes();
 export const MOMENT_SQL = `(state = 'rejected' AND sent_at IS NULL AND error_code IN (${MOMENT_REFUSALS.map((c) => `'${c}'`).join(', ')}))`;
 const MOMENT = new Set<string>(MOMENT_REFUSALS);
 /**

@@ -35,7 +35,8 @@ export abstract class Staging extends GroupCommit {
   protected staged = new Map<string, Staged>();
   /** Request keys of staged commands that are terminal (no longer in openByReq): SQL answers them only after a flush. */
   protected stagedClosed = new Set<string>();
-  private narrow = new Map<number, Database.Statement>();
+  /** The UPDATE statement of each shape (the set of columns it sets, and whether it appends history), prepared once. */
+  private updateByShape = new Map<number, Database.Statement>();
 
   constructor(path: string, defer?: (fn: () => void) => void, opts: { checkpoint?: 'inline' | 'background' } = {}) {
     super(path, defer, opts);
@@ -77,12 +78,12 @@ export abstract class Staging extends GroupCommit {
     // One bit per column position (24 columns), and one for the history.
     let key = history ? 1 : 0;
     for (const i of cols) key += 2 ** i;
-    let st = this.narrow.get(key);
+    let st = this.updateByShape.get(key);
     if (!st) {
       const sets = cols.map((i) => `${COLUMNS[i]} = ?`);
       if (history) sets.push("history = coalesce(history, '') || ?");
       st = this.db.prepare(`UPDATE commands SET ${sets.join(', ')} WHERE command_id = ?`);
-      this.narrow.set(key, st);
+      this.updateByShape.set(key, st);
     }
     return st;
   }
@@ -147,7 +148,7 @@ export abstract class Staging extends GroupCommit {
 
   /**
    * Write what the batch staged to SQLite (inside its transaction): one INSERT or UPDATE per command,
-   * whatever number of steps it took. A failure poisons the batch (settle() rolls it back).
+   * whatever number of steps it took. A failure poisons the batch (commitBatch() rolls it back).
    */
   protected flushStaged(): void {
     if (this.staged.size === 0 || this.poisoned) return;

@@ -4,7 +4,7 @@
 // per-direction counter (@proofrig/protocol seal.ts), and one that is not is refused, counted
 // (`bad` in hb) and never acted on. Owns reconnection: exactly one reconnect timer, back-off
 // 250 ms doubling to 10 s with ±20 % jitter, reset by a successful `ok`.
-import type { RigConfig, ToDeviceFrame } from '@proofrig/protocol';
+import type { DeviceErrorFrame, DeviceHeartbeatFrame, ErrorCode, RigConfig, ToDeviceFrame, ToHostFrame } from '@proofrig/protocol';
 import {
   authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, LIVENESS_MISSES, MAC_BYTES, macInput, PROTOCOL_VERSION,
   parseToDevice, clip, counterOf, seal, SEAL_TAIL, sessionKeyMessage, unseal, withCounter,
@@ -65,7 +65,7 @@ function fmac(dir: string, bytes: string): string {
 }
 
 /** Send an already serialised frame if the WebSocket is open; sealed once the link is up. */
-export function linkSendJson(j: string): void {
+export function sessionSendJson(j: string): void {
   if (!wsIsOpen()) return;
   // j always comes from JSON.stringify: where that escapes every non-ASCII char (Espruino) it is its own UTF-8.
   if (ph !== 3) {
@@ -81,12 +81,12 @@ export function linkSendJson(j: string): void {
 }
 
 /** Send a frame object if the WebSocket is open (any phase). */
-export function linkSend(o: object): void {
-  linkSendJson(JSON.stringify(o));
+export function sessionSend(o: ToHostFrame): void {
+  sessionSendJson(JSON.stringify(o));
 }
 
 /** Authenticated and welcomed: commands flow. */
-export function linkUp(): boolean {
+export function sessionUp(): boolean {
   return ph === 3;
 }
 
@@ -140,18 +140,18 @@ function livenessCheck(): void {
 }
 
 function beat(): void {
-  const o: Record<string, unknown> = { t: 'hb', up: upMs() };
+  const o: DeviceHeartbeatFrame = { t: 'hb', up: upMs() };
   const p = typeof process !== 'undefined' ? (process as unknown as EspProcess) : undefined;
   // memory(false): no garbage collection per heartbeat (a GC pass costs milliseconds on the chip).
   if (p && p.memory) o.free = p.memory(false).free;
   if (bad) o.bad = bad;
-  linkSend(o);
+  sessionSend(o);
 }
 
 function opened(): void {
   ph = 1;
   cn = nonce();
-  linkSend({ t: 'hello', v: PROTOCOL_VERSION, dev: C.dev, boot: boot, fw: __FW_VERSION__, board: C.board.id, cn: cn });
+  sessionSend({ t: 'hello', v: PROTOCOL_VERSION, dev: C.dev, boot: boot, fw: __FW_VERSION__, board: C.board.id, cn: cn });
 }
 
 function welcomed(period: number): void {
@@ -169,10 +169,10 @@ function welcomed(period: number): void {
   onUp();
 }
 
-function answerBad(code: string, msg: string, ref?: string): void {
-  const e: Record<string, unknown> = { t: 'err', code: code, msg: msg };
+function answerBad(code: ErrorCode, msg: string, ref?: string): void {
+  const e: DeviceErrorFrame = { t: 'err', code: code, msg: msg };
   if (ref !== undefined) e.ref = ref;
-  linkSend(e);
+  sessionSend(e);
 }
 
 /** A frame that is not the next sealed frame from the host: refused, counted, never acted on. */
@@ -199,9 +199,9 @@ function deliver(f: ToDeviceFrame): void {
   try {
     onFrame(f);
   } catch (e) {
-    const o: Record<string, unknown> = { t: 'err', code: 'INTERNAL', msg: 'device failed handling ' + f.t + ': ' + clip('' + e, 200) };
+    const o: DeviceErrorFrame = { t: 'err', code: 'INTERNAL', msg: 'device failed handling ' + f.t + ': ' + clip('' + e, 200) };
     if (f.t === 'cmd' || f.t === 'rack') o.ref = f.rid;
-    linkSend(o);
+    sessionSend(o);
   }
 }
 
@@ -241,12 +241,12 @@ function dispatch(s: string): void {
     if (ph !== 1) return;
     ph = 2;
     sn = f.sn;
-    linkSend({ t: 'auth', mac: proof(authMessage(C.dev, boot, cn, sn)) });
+    sessionSend({ t: 'auth', mac: proof(authMessage(C.dev, boot, cn, sn)) });
   } else if (f.t === 'ok') {
     if (ph !== 2) return;
     if (same(f.mac, proof(hostProofMessage(C.dev, boot, cn, sn, f.hb)))) return welcomed(f.hb);
     const why = 'the host could not prove it knows the secret';
-    linkSend({ t: 'err', code: 'AUTH_FAILED', msg: why });
+    sessionSend({ t: 'err', code: 'AUTH_FAILED', msg: why });
     down(why, true);
   }
 }
@@ -271,7 +271,7 @@ function closed(why: string): void {
 }
 
 /** Start the session loop; frames from a welcomed host go to frame(), up() runs on every `ok`. */
-export function linkStart(cfg: RigConfig, bootId: string, frame: (f: ToDeviceFrame) => void, up: () => void): void {
+export function sessionStart(cfg: RigConfig, bootId: string, frame: (f: ToDeviceFrame) => void, up: () => void): void {
   C = cfg;
   boot = bootId;
   onFrame = frame;

@@ -3,18 +3,18 @@ import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 
 export type DropDirection = 'both' | 'to_device';
 
-/** A socket the link can cut when an outage ends. */
-export interface LinkSocket {
+/** A socket the simulated network can cut when an outage ends. */
+export interface NetworkSocket {
   /** The outage is over and this connection did not survive it: destroy it and tell the firmware. */
-  linkReset(): void;
+  outageReset(): void;
 }
 
 export const DEFAULT_DROP_MS = 1500;
 
-export class SimLink {
+export class SimNetwork {
   private direction: DropDirection | null = null;
   private timer: TimerHandle | undefined;
-  private sockets = new Set<LinkSocket>();
+  private sockets = new Set<NetworkSocket>();
 
   constructor(
     private readonly clock: Clock,
@@ -50,7 +50,7 @@ export class SimLink {
     if (!wasDown) this.announce('drop');
   }
 
-  register(s: LinkSocket): () => void {
+  register(s: NetworkSocket): () => void {
     this.sockets.add(s);
     return () => this.sockets.delete(s);
   }
@@ -67,7 +67,7 @@ export class SimLink {
     this.timer = undefined;
     const old = [...this.sockets];
     this.sockets.clear();
-    for (const s of old) s.linkReset();
+    for (const s of old) s.outageReset();
     this.direction = null;
     this.announce('restore');
   }

@@ -3,14 +3,14 @@
 // semantics as the vm engine (bytes swallowed, new connections refused, live ones reset when the
 // outage ends).
 import net from 'node:net';
-import type { SimLink } from './link.js';
+import type { SimNetwork } from './network.js';
 
-export class LinkProxy {
+export class NetworkProxy {
   private server: net.Server | undefined;
   private pairs = new Set<{ dev: net.Socket; up: net.Socket }>();
 
   constructor(
-    private readonly link: SimLink,
+    private readonly network: SimNetwork,
     private readonly target: { host: string; port: number },
   ) {}
 
@@ -27,7 +27,7 @@ export class LinkProxy {
 
   private accept(dev: net.Socket): void {
     dev.setNoDelay(true);
-    if (this.link.down) {
+    if (this.network.down) {
       dev.resetAndDestroy(); // the SYN is lost: to the chip a refused connection
       return;
     }
@@ -35,8 +35,8 @@ export class LinkProxy {
     up.setNoDelay(true);
     const pair = { dev, up };
     this.pairs.add(pair);
-    const unregister = this.link.register({
-      linkReset: () => {
+    const unregister = this.network.register({
+      outageReset: () => {
         dev.resetAndDestroy();
         up.destroy();
       },
@@ -46,18 +46,18 @@ export class LinkProxy {
       unregister();
     };
     dev.on('data', (b) => {
-      if (!this.link.swallowsFromDevice) up.write(b);
+      if (!this.network.swallowsFromDevice) up.write(b);
     });
     up.on('data', (b) => {
-      if (!this.link.swallowsToDevice) dev.write(b);
+      if (!this.network.swallowsToDevice) dev.write(b);
     });
-    // A FIN or RST during an outage is lost like the bytes; the link's reset at restore ends the pair.
+    // A FIN or RST during an outage is lost like the bytes; the network's reset at restore ends the pair.
     dev.on('close', () => {
-      if (!this.link.swallowsFromDevice) up.destroy();
+      if (!this.network.swallowsFromDevice) up.destroy();
       end();
     });
     up.on('close', () => {
-      if (!this.link.swallowsToDevice) dev.destroy();
+      if (!this.network.swallowsToDevice) dev.destroy();
       else return;
       end();
     });

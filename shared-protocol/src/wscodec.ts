@@ -1,5 +1,19 @@
 // RFC 6455 framing and the HTTP upgrade, as pure functions over byte strings (one char per
-// byte). No sockets here: ws.ts drives them, the tests call them directly.
+// byte). No sockets here: the firmware's ws.ts drives them, the simulator's WebSocket fabric
+// (sim/src/fabric.ts) frames with them too, the tests call them directly. A subpath of the
+// protocol package (@proofrig/protocol/wscodec): the firmware bundles it, the host does not need it.
+
+/**
+ * The parts of Espruino's global `E` the codec uses, when there is one (on the chip, and in the
+ * simulator's vm context); in Node there is none and the codec works on plain strings instead.
+ */
+declare const E:
+  | {
+      toString(data: ArrayBuffer | Uint8Array): string;
+      toUint8Array?: (s: string) => Uint8Array;
+      toArrayBuffer?: (s: string) => ArrayBuffer;
+    }
+  | undefined;
 
 export const OP_CONT = 0;
 export const OP_TEXT = 1;
@@ -31,9 +45,9 @@ const PAD = '\0'.repeat(16);
 
 /**
  * Does E.toArrayBuffer give a view of the string itself (Espruino: a reference, so writes through a
- * typed array change the string) rather than of a copy (the vm simulation)? Measured on the
- * interpreter: masking through a flat copy (E.toUint8Array, then E.toString) was a quarter of the
- * firmware's instructions per relay command, mostly in finding room for the flat buffers.
+ * typed array change the string) rather than of a copy (the vm simulation)? Masking through a flat
+ * copy (E.toUint8Array, then E.toString) cost much of the firmware's instructions per relay command,
+ * mostly in finding room for the flat buffers (docs/performance.md, "Measurements behind the code").
  */
 const IN_PLACE = ((): boolean => {
   if (typeof E === 'undefined' || !E.toArrayBuffer) return false;
@@ -45,8 +59,7 @@ const IN_PLACE = ((): boolean => {
 /**
  * XOR bytes of d with the 4-byte key found at k[o..o+3] (WebSocket masking, HMAC key pads). On
  * Espruino, four bytes at a time in a Uint32Array with native conversions: a per-byte loop took
- * longer than everything else a frame costs (measured: ~130 µs per byte on the Linux interpreter
- * under load).
+ * longer than everything else a frame costs (docs/performance.md, "Measurements behind the code").
  */
 export function wsMask(d: string, k: string, o: number): string {
   const n = d.length;
@@ -56,7 +69,7 @@ export function wsMask(d: string, k: string, o: number): string {
     // A fresh copy padded to whole 16-byte blocks, XORed in place through a word view of the string
     // itself (E.toArrayBuffer references it): no flat buffer to allocate, no copy back.
     const c = d + PAD.substr(n & 15);
-    const w = new Int32Array((E.toArrayBuffer as (s: string) => ArrayBuffer)(c));
+    const w = new Int32Array((E!.toArrayBuffer as (s: string) => ArrayBuffer)(c));
     const L = w.length;
     for (let i = 0; i < L; i += 4) {
       w[i] ^= m;

@@ -1,4 +1,5 @@
-// The in-memory implementation of the Link seam (@proofrig/protocol): the core never sees a socket.
+// The in-memory implementation of the Link seam (@proofrig/protocol), as a connected pair: the
+// core never sees a socket, and a test can play the device on the other end.
 
 import type { Link } from '@proofrig/protocol';
 
@@ -35,7 +36,7 @@ class MemoryLink implements Link {
 }
 
 /** Two connected links: what one sends the other receives. For tests that play the device. */
-export function createLinkedPair(): [Link, Link] {
+export function createMemoryLinkPair(): [Link, Link] {
   const a = new MemoryLink();
   const b = new MemoryLink();
   a.peer = b;
