@@ -39,6 +39,10 @@ const ELSEWHERE: Partial<Record<ErrorCode, string>> = {
   ESTOP_ACTIVE: 'needs the e-stop input held: test/interlock-device.test.ts',
   OPERATOR_REQUIRED: 'a tool-level refusal of operator-only tools: test/mcp-operator.test.ts, test/interlock-device.test.ts',
   COMMAND_PRUNED: 'needs journal retention to have pruned the command: test/journal-retention.test.ts',
+  BUS_NAK: 'a sensor read on the climate rig (unplugged, unpowered, slow): test/e2e-sensor.test.ts',
+  SENSOR_CRC: 'a sensor read on the climate rig with corrupted CRCs: test/e2e-sensor.test.ts',
+  OUT_OF_RANGE: 'a sensor read on the climate rig (an unplugged ADC input): test/e2e-sensor.test.ts',
+  SENSOR_STALE: 'a cached reading older than max_age_ms on the climate rig: test/e2e-sensor.test.ts',
 };
 
 /** An action's final status and its story (detail, history, host log), as expect's two arguments. */

@@ -39,6 +39,7 @@ describe('tool list', () => {
       'get_device_status',
       'list_commands',
       'list_devices',
+      'read_sensor',
       'relay_set',
       'remove_device',
       'stepper_home',

@@ -86,7 +86,7 @@ describe('the packed host, installed globally into a clean prefix', () => {
   it('ships its firmware and boards and knows its version, without the repo', () => {
     const pkg = join(prefix, 'lib', 'node_modules', '@proofrig', 'host');
     expect(existsSync(join(pkg, 'assets', 'proofrig.js'))).toBe(true);
-    expect(readdirSync(join(pkg, 'assets', 'boards')).sort()).toEqual(['board.schema.json', 'relay-rig-4ch.json', 'stepper-rig.json']);
+    expect(readdirSync(join(pkg, 'assets', 'boards')).sort()).toEqual(['board.schema.json', 'climate-rig.json', 'relay-rig-4ch.json', 'stepper-rig.json']);
     // Nothing of the workspace is needed at run time: the protocol and simulator are bundled in.
     expect(existsSync(join(pkg, 'node_modules', '@proofrig'))).toBe(false);
     const check = run(['board', 'check', join(pkg, 'assets', 'boards', 'stepper-rig.json')]);

@@ -112,11 +112,19 @@ export interface FirmwareCost {
  * real host core over loopback. The board's device_processing_max_ms is raised for this run only:
  * under valgrind the interpreter runs ~50x slower and the host's deadlines would otherwise expire.
  */
-export async function firmwareCost(o: { binary: string; firmware?: string; commands?: number }): Promise<FirmwareCost> {
+/** What firmwareCost measures per command: relay.set on channel 3 of the relay rig unless a board file and command are given. */
+export interface CostCommand {
+  boardFile: string;
+  /** Commands before the handshake dump (not counted per command), e.g. switching a sensor's supply on. */
+  prepare?: { action: string; args: Record<string, unknown> }[];
+  command: (i: number) => { action: string; args: Record<string, unknown> };
+}
+
+export async function firmwareCost(o: { binary: string; firmware?: string; commands?: number; measure?: CostCommand }): Promise<FirmwareCost> {
   const N = o.commands ?? 20;
   const firmware = o.firmware ?? FIRMWARE_FILE;
   const cg = new Callgrind(o.binary);
-  const board = { ...(JSON.parse(readFileSync(RELAY_BOARD_FILE, 'utf8')) as BoardDef), device_processing_max_ms: 60000 };
+  const board = { ...(JSON.parse(readFileSync(o.measure?.boardFile ?? RELAY_BOARD_FILE, 'utf8')) as BoardDef), device_processing_max_ms: 60000 };
   const running = await serve({
     db: join(cg.dir, 'journal.db'),
     port: 0,
@@ -138,13 +146,18 @@ export async function firmwareCost(o: { binary: string; firmware?: string; comma
   try {
     rig.boot();
     await until(() => running.core.devices.view(dev)?.online === true && running.core.devices.view(dev)?.state != null, 90000, 'the rig online');
+    for (const p of o.measure?.prepare ?? []) {
+      const c = await running.core.submit({ device_id: dev, ...p });
+      await running.core.waitTerminal(c.command_id, 60000);
+    }
     await sleep(500);
     const handshake = await cg.dump();
     const t0 = Date.now();
     for (let i = 0; i < N; i++) {
-      const c = await running.core.submit({ device_id: dev, action: 'relay.set', args: { ch: 3, on: i % 2 === 0 } });
+      const cmd = o.measure ? o.measure.command(i) : { action: 'relay.set', args: { ch: 3, on: i % 2 === 0 } };
+      const c = await running.core.submit({ device_id: dev, ...cmd });
       const s = await running.core.waitTerminal(c.command_id, 60000);
-      if (s?.state !== 'completed') throw new Error(`firmware cost: relay command ${i} ended ${s?.state ?? 'not terminal'} ${s?.error_code ?? ''} ${s?.detail ?? ''}`);
+      if (s?.state !== 'completed') throw new Error(`firmware cost: ${cmd.action} command ${i} ended ${s?.state ?? 'not terminal'} ${s?.error_code ?? ''} ${s?.detail ?? ''}`);
     }
     // Let the last rack reach the device before the dump.
     await sleep(300);

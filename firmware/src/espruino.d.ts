@@ -69,3 +69,12 @@ interface EspProcess {
   /** gc false: skip the garbage collection Espruino runs first by default. */
   memory?: (gc?: boolean) => { free: number; usage: number; total: number };
 }
+
+/** The ADC: 0..1 of its range (on the ESP32 only ADC1 pins 32-39 while Wi-Fi runs). */
+declare function analogRead(pin: number): number;
+/** Espruino's first hardware I2C bus; writeTo/readFrom may throw when the device does not acknowledge. */
+declare var I2C1: {
+  setup(o: { sda: number; scl: number; bitrate?: number }): void;
+  writeTo(address: number, data: number[]): void;
+  readFrom(address: number, quantity: number): Uint8Array | undefined;
+};

@@ -9,11 +9,12 @@ import { DONE, ringAck, ringAdd, ringDone, ringFind, ringRerun, ringResult, ring
 import { RELAY_SET, relayInit, relayState } from './relay';
 import { ESTOP_CLEAR, estopPoll, interlockInit, latched } from './interlock';
 import { STEPPER_HOME, STEPPER_MOVE, STOP, stepperInit, stepperState } from './stepper';
+import { SENSOR_READ, sensorInit, sensorState } from './sensor';
 import { nowMs, upMs } from './clock';
 import { sessionSend, sessionSendJson, sessionUp } from './session';
 
 /** Actions by name. */
-const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP, ESTOP_CLEAR];
+const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP, ESTOP_CLEAR, SENSOR_READ];
 /** Their names, in the same order (a native indexOf finds one). */
 const NAMES: string[] = [];
 for (let k = 0; k < ACTIONS.length; k++) NAMES.push(ACTIONS[k].n);
@@ -52,6 +53,7 @@ export function execInit(b: BoardDef): void {
   relayInit(b, finish, event);
   stepperInit(b, finish, prog);
   interlockInit(b, event);
+  sensorInit(b, finish);
 }
 
 /** Relays always; `axes` only on a board with steppers, so relay-only snapshots stay as they were. */
@@ -59,6 +61,7 @@ export function snapshot(): DeviceState {
   const s: DeviceState = { up: upMs(), relays: relayState() };
   if (B && B.steppers && B.steppers.length) s.axes = stepperState();
   if (B && B.estop) s.estop = latched();
+  if (B && B.sensors && B.sensors.length) s.sensors = sensorState();
   return s;
 }
 

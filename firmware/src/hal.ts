@@ -35,3 +35,34 @@ export function pinPwm(pin: number, o: { freq: number }): void {
 export function pinWatch(fn: (e: WatchEvent) => void, pin: number, o: WatchOptions): number {
   return setWatch(fn, pin, o) || 0;
 }
+
+/** The ADC at pin, 0..1 of its range. */
+export function adcRead(pin: number): number {
+  return analogRead(pin);
+}
+
+/** Set up the I2C bus (I2C1) once at boot. */
+export function i2cSetup(sda: number, scl: number, bitrate: number): void {
+  I2C1.setup({ sda: sda, scl: scl, bitrate: bitrate });
+}
+
+/** Write bytes to an I2C address; false when the device did not acknowledge (Espruino throws). */
+export function i2cWrite(addr: number, data: number[]): boolean {
+  try {
+    I2C1.writeTo(addr, data);
+    return true;
+  } catch (e) {
+    return false;
+  }
+}
+
+/** n bytes from an I2C address; null when it did not acknowledge (Espruino throws, or returns nothing or too few). */
+export function i2cRead(addr: number, n: number): Uint8Array | null {
+  let d: Uint8Array | undefined;
+  try {
+    d = I2C1.readFrom(addr, n);
+  } catch (e) {
+    return null;
+  }
+  return d && d.length >= n ? d : null;
+}

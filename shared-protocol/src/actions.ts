@@ -17,6 +17,8 @@ export const ACTIONS = {
   stop: { idempotent: true, always: true },
   /** Clear a latched e-stop (operator-only on the host); refused ESTOP_ACTIVE while the input is still active. */
   'estop.clear': { idempotent: true, always: false },
+  /** Take one reading of a sensor (sensors.ts); a repeat replays the reading already taken. */
+  'sensor.read': { idempotent: true, always: false },
 } as const;
 export type ActionName = keyof typeof ACTIONS;
 

@@ -1,5 +1,6 @@
 // Board definitions: the JSON files in boards/ and the `board` field of a rig config.
 // Pins are ESP32 GPIO numbers (Espruino accepts a number wherever it takes a pin).
+import type { I2cBusDef, SensorDef } from './sensors.js';
 
 export type RelayFeedback =
   /** An auxiliary (mirror) contact of the relay wired to an input pin. */
@@ -134,6 +135,10 @@ export interface BoardDef {
    * clears the latch with estop.clear) every relay is off and every axis stopped and disabled.
    */
   estop?: SwitchDef;
+  /** The I2C bus the board's I2C sensors are on (sensors.ts). */
+  i2c?: I2cBusDef;
+  /** Sensors read on request (sensor.read): I2C and ADC inputs, sensors.ts. */
+  sensors?: SensorDef[];
   /** Interlock: the device reboots when its main loop stalls this long, s (E.enableWatchdog; whole seconds on the ESP32). Default 5. */
   watchdog_s?: number;
   notes?: string[];

@@ -166,6 +166,27 @@ export const ERROR_CODES = {
     ends: null,
     retry: 'no',
   },
+  BUS_NAK: {
+    meaning:
+      'The sensor did not acknowledge on its bus (unplugged, unpowered, still powering up, wrong address or a broken wire); there is no reading, and no value was reported.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  SENSOR_CRC: {
+    meaning: 'The sensor answered but the checksum of its data did not match (noise on the bus, a loose wire); the reading was discarded, no value was reported. Read again with a new request_id (the same one replays this result).',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  OUT_OF_RANGE: {
+    meaning: 'The reading lies outside the plausible range of the board (a broken sensor, a floating input); it was discarded, no value was reported.',
+    ends: 'failed',
+    retry: 'after_fresh_state_read',
+  },
+  SENSOR_STALE: {
+    meaning: 'The last reading is older than the sensor\'s max_age_ms, so it no longer counts as the current value; read the sensor again.',
+    ends: null,
+    retry: 'no',
+  },
   INTERNAL: {
     meaning: 'An unexpected error inside the receiver; the detail says where.',
     ends: 'failed',

@@ -23,6 +23,7 @@ export const MAX_ECHO_LENGTH = 40;
 /** Bounds of a state snapshot: more relays or axes than this is not a real rig. */
 export const MAX_STATE_RELAYS = 64;
 export const MAX_STATE_AXES = 16;
+export const MAX_STATE_SENSORS = 16;
 
 /** The string both sides MAC with the device secret (HMAC-SHA256, hex) to prove the device. The host's proof: seal.ts. */
 export function authMessage(dev: string, boot: string, clientNonce: string, serverNonce: string): string {

@@ -26,6 +26,17 @@ export interface AxisState {
   limit: boolean;
 }
 
+/** The last reading of a sensor since boot, as the device took it (sensor.read). */
+export interface SensorState {
+  id: string;
+  /** The value, only when the reading was good (st "ok"); null otherwise or before the first reading. */
+  v: number | null;
+  /** "ok", an error code of the reading (BUS_NAK, SENSOR_CRC, OUT_OF_RANGE), or "none" before the first reading. */
+  st: string;
+  /** Device uptime (ms) when the reading was taken; 0 before the first. */
+  at: number;
+}
+
 export interface DeviceState {
   /** Device uptime in ms when the snapshot was taken. */
   up: number;
@@ -34,4 +45,6 @@ export interface DeviceState {
   axes?: AxisState[];
   /** E-stop latched (outputs held off until an operator clears it); present when the board has an e-stop input. */
   estop?: boolean;
+  /** The last reading of each sensor, on a board with sensors. */
+  sensors?: SensorState[];
 }

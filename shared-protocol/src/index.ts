@@ -4,6 +4,7 @@ export * from './lifecycle.js';
 export * from './device-state.js';
 export * from './board.js';
 export * from './board-check.js';
+export * from './sensors.js';
 export * from './actions.js';
 export * from './constants.js';
 export * from './seal.js';

@@ -26,7 +26,7 @@ export function isTerminal(s: LifecycleState): s is TerminalState {
 export const DEVICE_RESULT_STATES = ['completed', 'unverified', 'failed', 'rejected', 'cancelled'] as const;
 export type DeviceResultState = (typeof DEVICE_RESULT_STATES)[number];
 
-export const EVIDENCE_KINDS = ['pin_readback', 'aux_contact', 'encoder', 'none'] as const;
+export const EVIDENCE_KINDS = ['pin_readback', 'aux_contact', 'encoder', 'sensor', 'none'] as const;
 export type Evidence = (typeof EVIDENCE_KINDS)[number];
 
 /** What each state means and does not mean; the README table and the MCP tool descriptions come from here. */
@@ -85,6 +85,10 @@ export const EVIDENCE_MEANING: Record<Evidence, { means: string; does_not_mean: 
   encoder: {
     means: 'The encoder measured the axis within tolerance of the target.',
     does_not_mean: 'That the carriage did not slip against the screw beyond what the encoder sees.',
+  },
+  sensor: {
+    means: 'The sensor answered on its bus with data whose checksum matched and whose value lies in the plausible range of the board.',
+    does_not_mean: 'That the sensor is calibrated or measures what it should (a sensor hanging in the wrong place still reads).',
   },
   none: {
     means: 'Nothing observed the outcome.',

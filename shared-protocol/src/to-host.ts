@@ -6,7 +6,7 @@ import { DEVICE_RESULT_STATES, EVIDENCE_KINDS } from './lifecycle.js';
 import type { DeviceState } from './device-state.js';
 import type { FrameError } from './check.js';
 import { bad, checkErr, ID_RULE, isId, isNum, isObj, echo, isStr, optMsg, parseEnvelope } from './check.js';
-import { MAX_ID_LENGTH, MAX_MSG_LENGTH, MAX_STATE_AXES, MAX_STATE_RELAYS } from './constants.js';
+import { MAX_ID_LENGTH, MAX_MSG_LENGTH, MAX_STATE_AXES, MAX_STATE_RELAYS, MAX_STATE_SENSORS } from './constants.js';
 
 /** First frame on every connection. `boot` is fresh on every boot; `cn` is the device's nonce. */
 export interface HelloFrame { t: 'hello'; v: number; dev: string; boot: string; fw: string; board: string; cn: string }
@@ -100,6 +100,17 @@ export function readState(s: unknown): { ok: true; s: DeviceState } | { ok: fals
   if (s.estop !== undefined) {
     if (typeof s.estop !== 'boolean') return { ok: false, msg: 's.estop must be a boolean' };
     out.estop = s.estop;
+  }
+  if (s.sensors !== undefined) {
+    if (!Array.isArray(s.sensors) || s.sensors.length > MAX_STATE_SENSORS) return { ok: false, msg: 's.sensors must be an array of up to ' + MAX_STATE_SENSORS };
+    out.sensors = [];
+    for (let i = 0; i < s.sensors.length; i++) {
+      const x: unknown = s.sensors[i];
+      if (!isObj(x) || !isStr(x.id, 32) || !isStr(x.st, 32) || !isNum(x.at) || (x.v !== null && !isNum(x.v)))
+        return { ok: false, msg: 's.sensors[] must have id, st (up to 32 chars), at and v (a number or null)' };
+      // A value only with a good reading: whatever the device claims, a failed reading carries no number.
+      out.sensors.push({ id: x.id, v: x.st === 'ok' ? (x.v as number | null) : null, st: x.st, at: x.at });
+    }
   }
   return { ok: true, s: out };
 }

@@ -14,6 +14,7 @@ import { SimStorage } from './storage.js';
 import { BootWatches } from './watches.js';
 import { createWifiModule } from './wifi.js';
 import { estimateUsage } from './memory.js';
+import { createI2c, type I2cPort } from './i2c-global.js';
 
 export const ESPRUINO_VERSION = '2v25';
 /** Default PWM frequency of the ESP32 port (LEDC). */
@@ -33,6 +34,8 @@ export interface ContextDeps {
   sourceLength: number;
   /** Hardware reset requested by the firmware (E.reboot, watchdog). */
   reboot: (why: string) => void;
+  /** The rig's I2C bus (its sensors); absent: nothing acknowledges. */
+  i2c?: I2cPort;
   onWrite: (pin: number, level: Level) => void;
   onPulse: (pin: number, value: Level, times: number[]) => void;
   onPwm: (pin: number, duty: number, freq: number) => void;
@@ -150,6 +153,7 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
     'analogRead',
     fn((pin: unknown) => gpio.analogRead(pinOf(pin))),
   );
+  define('I2C1', createI2c(realm, C, deps.i2c ?? { write: () => false, read: () => null }));
   define(
     'analogWrite',
     fn((pin: unknown, value: unknown, options?: unknown) => {

@@ -15,6 +15,7 @@ import { shimSource } from './espruino-shim.js';
 import type { Gpio, Level, PinMode } from './gpio.js';
 import type { SimNetwork } from './network.js';
 import { NetworkProxy } from './network-proxy.js';
+import type { I2cPort } from './i2c-global.js';
 
 /** Espruino's default analogWrite frequency (also the vm's). */
 const DEFAULT_PWM_HZ = 5000;
@@ -44,6 +45,8 @@ export interface EspruinoEngineDeps {
   onWrite: (pin: number, level: Level) => void;
   onPulse: (pin: number, value: Level, times: number[]) => void;
   onPwm: (pin: number, duty: number, freq: number) => void;
+  /** The rig's I2C bus (its sensors), answering the shim's I2C1. */
+  i2c?: I2cPort;
   /** Folder of the interpreter (its Storage is ./espruino.flash there); default a fresh temp folder. */
   dir?: string;
   /** Serve the interpreter's own console over telnet on this loopback port (--telnet). */
@@ -247,6 +250,14 @@ export class EspruinoEngine {
     }
   }
 
+  /** The shim's I2C1: "W" writes bytes (answer 1 or 0), "R" reads n bytes (answer them, or '-' for a NAK). */
+  private i2c(op: string, addr: number, arg: string): string {
+    const port = this.deps.i2c;
+    if (op.charAt(0) === 'W') return port && port.write(addr, arg === '-' ? [] : arg.split(',').map(Number)) ? '1' : '0';
+    const d = port ? port.read(addr, Number(arg)) : null;
+    return d ? d.join(',') : '-';
+  }
+
   private message(m: string): void {
     const kind = m.charAt(0);
     const a = m.slice(1).split(' ');
@@ -265,6 +276,12 @@ export class EspruinoEngine {
           break;
         case 'G':
           this.answer(a[1]!, () => g.getMode(Number(a[0])) ?? '-');
+          break;
+        case 'a':
+          this.answer(a[1]!, () => String(g.analogRead(Number(a[0]))));
+          break;
+        case 'I':
+          this.answer(a[2]!, () => this.i2c(a[0]!, Number(a[0]!.slice(1)), a[1]!));
           break;
         case 'E':
           this.answer(a[2]!, () => this.pull(Number(a[0]), Number(a[1]) * 1000));

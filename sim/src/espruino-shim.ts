@@ -39,6 +39,9 @@
 // whose main loop stalled (seen on a heavily loaded machine; docs/performance.md).
 // At every boot the shim also sends the board of the config in Storage, so the rig model wires the
 // board the firmware will read (also one written by `proofrig upload --tcp` through the console).
+// I2C1 and analogRead are round trips like digitalRead: the rig's sensors (sensor-models.ts) answer
+// "IW addr bytes" / "IR addr n" (a NAK answers '-', and writeTo/readFrom throw as the ESP32 port does)
+// and "a pin" (analogRead, 0..1).
 // ES5 only, no hoisting: everything is defined before it is used.
 import { CONFIG_FILE } from '@proofrig/protocol';
 
@@ -66,6 +69,12 @@ global.digitalWrite=function(p,v){if(Array.isArray(p)){var x=v|0,k;for(k=p.lengt
 global.digitalRead=function(p){if(Array.isArray(p)){var x=0,k;for(k=0;k<p.length;k++)x=(x<<1)|(+ask('R'+pin(p[k])));return x;}return +ask('R'+pin(p));};
 global.pinMode=function(p,m,a){var n=pin(p);if(m===undefined||m=='auto'){tx('M'+n+' auto');return;}if(MODES.indexOf(m)<0){tx('M'+n+' auto');throw new Error('Unknown pin mode');}tx('M'+n+' '+m+(a?' a':''));};
 global.getPinMode=function(p){var m=ask('G'+pin(p));return m=='-'?undefined:m;};
+global.analogRead=function(p){return +ask('a'+pin(p));};
+var IS=0,I2=global.I2C1;function ib(a,d){var k,j,x;for(k=0;k<a.length;k++){x=a[k];if(typeof x=='number')d.push(x&255);else if(typeof x=='string')for(j=0;j<x.length;j++)d.push(x.charCodeAt(j)&255);else if(x&&x.length!==undefined)ib(x,d);}return d;}
+function ia(a){return typeof a=='object'&&a?+a.address:+a;}
+I2.setup=function(o){IS=1;};
+I2.writeTo=function(a){if(!IS)throw new Error('I2C device not set up');var n=ia(a),d=[],k;for(k=1;k<arguments.length;k++)ib([arguments[k]],d);if(ask('IW'+n+' '+(d.join(',')||'-'))!='1')throw new Error('I2C: no ACK from address 0x'+n.toString(16));};
+I2.readFrom=function(a,q){if(!IS)throw new Error('I2C device not set up');var n=ia(a),s=ask('IR'+n+' '+(q|0));if(!s||s=='-')throw new Error('I2C: no ACK from address 0x'+n.toString(16));return new Uint8Array(s.split(',').map(Number));};
 global.analogWrite=function(p,v,o){var f=o&&o.freq>0?o.freq:0;v=+v||0;tx('A'+pin(p)+' '+Math.min(1,Math.max(0,v))+' '+f);};
 global.digitalPulse=function(p,v,t){var n=pin(p);if(t===0)return;if(typeof t=='number'){if(!(t>=0))throw new Error('Pulse Time given for digitalPulse is less than 0, or not a number');t=[t];}
 var a=[],k;for(k=0;k<t.length;k++)a.push(+t[k]);tx('P'+n+' '+(v?1:0)+' '+a.join(','));};

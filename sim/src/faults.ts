@@ -1,5 +1,6 @@
 // Fault names the simulated rig understands, and the parser for the CLI's --fault DEV:PART:FAULT[@WHERE].
 import type { BoardDef, StepperDef } from '@proofrig/protocol';
+import { SENSOR_FAULTS, type SensorFault } from './sensor-models.js';
 
 export type RelayFault = 'coil_open' | 'welded' | 'pin_stuck_low' | 'pin_stuck_high';
 
@@ -41,7 +42,8 @@ export type AxisFaultSpec =
 /** What a setFault(part, fault, where) call means on a given board. */
 export type ResolvedFault =
   | { kind: 'relay'; ch: number; fault: RelayFault | null }
-  | { kind: 'axis'; axis: string; spec: AxisFaultSpec | null };
+  | { kind: 'axis'; axis: string; spec: AxisFaultSpec | null }
+  | { kind: 'sensor'; id: string; fault: SensorFault | null };
 
 /** Mechanical end stops lie this far beyond travel.min_mm / travel.max_mm. */
 export const HARD_STOP_MM = 2;
@@ -61,9 +63,16 @@ export function resolveFault(board: BoardDef | undefined, part: string, fault: s
     if (where !== undefined) throw new Error(`${part}: relay faults take no @WHERE (got "${fault}@${where}")`);
     return { kind: 'relay', ch, fault };
   }
+  const sensors = board && board.sensors ? board.sensors.map((s) => s.id) : [];
+  if (sensors.indexOf(part) >= 0) {
+    if (fault !== null && (SENSOR_FAULTS as readonly string[]).indexOf(fault) < 0)
+      throw new Error(`unknown fault "${String(fault)}" for sensor ${part}; known: ${SENSOR_FAULTS.join(', ')} (or null to clear)`);
+    if (where !== undefined) throw new Error(`${part}: sensor faults take no @WHERE (got "${fault}@${where}")`);
+    return { kind: 'sensor', id: part, fault: fault as SensorFault | null };
+  }
   const def = axes.find((a) => a.axis === part);
   if (!def) {
-    const known = relays.map((c) => `relay${c}`).concat(axes.map((a) => a.axis));
+    const known = relays.map((c) => `relay${c}`).concat(axes.map((a) => a.axis), sensors);
     throw new Error(`unknown part "${part}"; this rig's parts: ${known.length ? known.join(', ') : 'none (no board in the stored config)'}`);
   }
   if (fault === null) {

@@ -53,6 +53,8 @@ export interface PinAttachment {
   stuck?(): Level | undefined;
   /** A strong external source, e.g. a closed contact to GND. Beaten only by the MCU's own driver. */
   drive?(): Level | undefined;
+  /** An analog source (a sensor's output voltage): what analogRead sees, 0..1 of the ADC range. */
+  analog?(): number;
   /** A resistor to a rail (external pull-up, a module's input pull). Beats the MCU's weak internal pulls. */
   pull?(): Level | undefined;
 }
@@ -222,7 +224,7 @@ export class Gpio {
     return p.level;
   }
 
-  /** analogRead: the level as 0..1 (there is no analog front end in this model). */
+  /** analogRead: an attached analog source's voltage (0..1), else the level as 0 or 1. */
   analogRead(pin: number): number {
     const p = this.pin(pin);
     if (!p.manual) {
@@ -231,7 +233,8 @@ export class Gpio {
       p.pwm = undefined;
       this.refresh(pin);
     }
-    return p.level;
+    const src = this.attachments.get(pin)?.analog;
+    return src ? src() : p.level;
   }
 
   /** analogWrite: records duty and frequency; the level model is the duty rounded to 0 or 1. */

@@ -20,6 +20,7 @@ import { defaultConnect, type ConnectFn } from './net.js';
 import { mulberry32, randomSeed, rngStreams, type Rng } from './prng.js';
 import { RelayModel, type RelayState } from './relay-model.js';
 import { SlideModel, type AxisState } from './slide-model.js';
+import { SensorModels, type SensorFault } from './sensor-models.js';
 import { SimStorage } from './storage.js';
 
 export interface SimRigOptions {
@@ -81,6 +82,8 @@ export class SimRig extends EventEmitter {
   private readonly slideRng: Rng;
   private slides = new Map<string, SlideModel>();
   private axisFaults = new Map<string, AxisFaultSpec>();
+  private sensorModels: SensorModels | undefined;
+  private readonly sensorRng: Rng;
   private boardDef: BoardDef | undefined;
   private boardJson = '';
   private current: Boot | undefined;
@@ -101,6 +104,7 @@ export class SimRig extends EventEmitter {
     const streams = rngStreams(this.seed);
     this.physicsRng = streams.physics;
     this.slideRng = streams.slide;
+    this.sensorRng = mulberry32(this.seed ^ 0x5e4502);
     this.connectFn = opts.connect ?? defaultConnect;
     this.storage = new SimStorage();
     this.network = new SimNetwork(
@@ -123,6 +127,7 @@ export class SimRig extends EventEmitter {
         gpio: this.gpio,
         clock: this.clock,
         network: this.network,
+        i2c: this.i2cPort(),
         telnetPort: opts.telnetPort,
         print: (text) => this.printLines(text),
         onWrite: (pin, level) => this.safeEmit('write', pin, level),
@@ -206,6 +211,7 @@ export class SimRig extends EventEmitter {
       connect: this.connectFn,
       sourceLength: source.length,
       reboot: (why) => this.hardReset(boot, why),
+      i2c: this.i2cPort(),
       onWrite: (pin, level) => this.safeEmit('write', pin, level),
       onPulse: (pin, value, times) => this.safeEmit('pulse', pin, value, times),
       onPwm: (pin, duty, freq) => this.safeEmit('pwm', pin, duty, freq),
@@ -303,18 +309,19 @@ export class SimRig extends EventEmitter {
   // ---- faults --------------------------------------------------------------------------------------
 
   /**
-   * Inject (or clear, with null) a fault on a relay ('relay1'..'relayN') or an axis ('x').
+   * Inject (or clear, with null) a fault on a relay ('relay1'..'relayN'), an axis ('x') or a sensor (its id).
    * `where` is parseFault's text after "@": setFault('x', 'stall', '80') puts an obstruction at 80 mm,
    * setFault('x', 'missed_steps', '5%') loses 5 % of the steps; relay faults take none. One fault per
    * part: a new one replaces the old. Throws for an unknown part, fault or WHERE, naming what exists.
    */
-  setFault(part: string, fault: RelayFault | AxisFault | null, where?: string): void {
+  setFault(part: string, fault: RelayFault | AxisFault | SensorFault | null, where?: string): void {
     let r;
     try {
       r = resolveFault(this.boardDef, part, fault, where);
     } catch (e) {
       throw new Error(`setFault: ${(e as Error).message}`);
     }
+    if (r.kind === 'sensor') return this.setSensorFault(r.id, r.fault);
     if (r.kind === 'relay') {
       if (r.fault === null) this.faults.delete(r.ch);
       else this.faults.set(r.ch, r.fault);
@@ -324,6 +331,28 @@ export class SimRig extends EventEmitter {
     if (r.spec === null) this.axisFaults.delete(r.axis);
     else this.axisFaults.set(r.axis, r.spec);
     this.slides.get(r.axis)?.setFault(r.spec);
+  }
+
+  /**
+   * Inject (or clear, with null) a fault on a sensor of the board by its id: 'unplugged', 'stuck',
+   * 'crc', 'slow' or 'noisy' (sensor-models.ts). Kept across reboots. Throws for an unknown sensor.
+   */
+  setSensorFault(id: string, fault: SensorFault | null): void {
+    if (!this.sensorModels) throw new Error(`setSensorFault: board ${this.boardDef?.id ?? '(none)'} has no sensors`);
+    this.sensorModels.setFault(id, fault);
+  }
+
+  /** The rig's sensors (what they measure: setValue), or undefined on a board without any. */
+  get sensors(): SensorModels | undefined {
+    return this.sensorModels;
+  }
+
+  /** What the engines' I2C1 reaches: the sensors of the board loaded now. */
+  private i2cPort(): { write(addr: number, bytes: number[]): boolean; read(addr: number, n: number): number[] | null } {
+    return {
+      write: (addr, bytes) => !!this.sensorModels && this.sensorModels.i2cWrite(addr, bytes),
+      read: (addr, n) => (this.sensorModels ? this.sensorModels.i2cRead(addr, n) : null),
+    };
   }
 
   /**
@@ -448,6 +477,9 @@ export class SimRig extends EventEmitter {
       s.dispose();
     }
     this.slides.clear();
+    const sensorCarry = this.sensorModels?.carry();
+    this.sensorModels?.dispose();
+    this.sensorModels = undefined;
     this.boardJson = json;
     this.boardDef = board;
     if (this.estopPin !== undefined) this.gpio.detach(this.estopPin);
@@ -460,10 +492,17 @@ export class SimRig extends EventEmitter {
       this.gpio.attach(sw.pin, { drive: () => (this.estopPressed ? activeLevel : ((1 - activeLevel) as 0 | 1)) });
     }
     for (const def of board.relays) {
-      const model = new RelayModel(def, this.gpio, this.clock, this.physicsRng, (ch, closed) => this.safeEmit('contact', ch, closed));
+      const model = new RelayModel(def, this.gpio, this.clock, this.physicsRng, (ch, closed) => {
+        this.sensorModels?.contact(ch, closed);
+        this.safeEmit('contact', ch, closed);
+      });
       const f = this.faults.get(def.ch);
       if (f) model.setFault(f);
       this.relays.set(def.ch, model);
+    }
+    if (board.sensors?.length) {
+      const closed = (ch: number) => this.relays.get(ch)?.state().contactClosed ?? false;
+      this.sensorModels = new SensorModels(board, this.gpio, this.clock, this.sensorRng, closed, sensorCarry?.faults, sensorCarry?.values);
     }
     for (const def of board.steppers ?? []) {
       const motion = (what: 'start' | 'stop', axis: string): void => this.safeEmit('motion', what, axis);

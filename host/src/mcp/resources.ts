@@ -25,7 +25,8 @@ export function deviceViews(core: HostCore, only?: string, exposure: Exposure = 
     if (!v || !board || !exposure.device(id, board)) return [];
     const outputs = outputNames(board, { id, exposure });
     // What a person calls things comes first: the outputs' names and the device's area.
-    return [{ names: namesOf(outputs), area: board.area ?? null, ...v, booting: core.booting(id), outputs }];
+    const sensors = (board.sensors ?? []).map((s) => ({ id: s.id, label: s.label ?? null, unit: s.unit, kind: s.kind, max_age_ms: s.max_age_ms }));
+    return [{ names: namesOf(outputs), area: board.area ?? null, ...v, booting: core.booting(id), outputs, sensors }];
   });
 }
 

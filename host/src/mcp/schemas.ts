@@ -25,11 +25,19 @@ export const AxisStateSchema = z.object({
   limit: z.boolean().describe('max limit switch closed now'),
 });
 
+export const SensorStateSchema = z.object({
+  id: z.string(),
+  v: z.number().nullable().describe('the value of the last reading; null unless st is "ok"'),
+  st: z.string().describe('"ok", the error code of the last reading (BUS_NAK, SENSOR_CRC, OUT_OF_RANGE), or "none" before the first'),
+  at: z.number().describe('device uptime (ms) when it was measured; 0 before the first'),
+});
+
 export const DeviceStateSchema = z.object({
   up: z.number().describe('device uptime in ms when observed'),
   relays: z.array(RelayStateSchema),
   axes: z.array(AxisStateSchema).optional(),
   estop: z.boolean().optional().describe('e-stop latched: every output held off until an operator clears it (estop_clear); present when the board has an e-stop input'),
+  sensors: z.array(SensorStateSchema).optional().describe('the last reading of each sensor since boot, on a board with sensors (read_sensor reads one now)'),
 });
 
 export const CommandStatusSchema = z.object({
@@ -88,6 +96,9 @@ export const DeviceViewSchema = z.object({
       axes: z.array(z.object({ axis: z.string(), name: z.string(), label: z.string().nullable() })),
     })
     .describe('channels and axes of the board with their names; tools take the number/axis id or the label'),
+  sensors: z
+    .array(z.object({ id: z.string(), label: z.string().nullable(), unit: z.string(), kind: z.enum(['sht3x', 'adc']), max_age_ms: z.number() }))
+    .describe('the sensors of the board (read_sensor takes the id or the label)'),
 });
 
 export const DeviceStatusSchema = DeviceViewSchema.extend({

@@ -13,6 +13,7 @@ const EVIDENCE_WORDS: Record<string, string> = {
   aux_contact: 'a feedback contact confirmed it',
   pin_readback: 'only the output pin was read back (the relay contact itself is not observed)',
   encoder: 'the encoder measured the position',
+  sensor: 'the sensor answered with a checked, plausible reading',
   none: 'nothing observed it',
 };
 
@@ -55,7 +56,8 @@ export function summarizeDevice(d: DeviceView): string {
     const age = d.state_age_ms !== null ? ` (state observed ${Math.round(d.state_age_ms / 1000)} s ago)` : '';
     const relays = d.state.relays.map((r) => `channel ${r.ch} ${r.cmd === null ? 'never switched' : r.cmd ? 'on' : 'off'}`).join(', ');
     const axes = (d.state.axes ?? []).map((a) => `axis ${a.axis} at ${a.pos} mm${a.homed ? '' : ' (not homed)'}${a.moving ? ' moving' : ''}${a.fault ? ' FAULT' : ''}`).join(', ');
-    parts.push(`${[relays, axes].filter(Boolean).join('; ')}${age}.`);
+    const sensors = (d.state.sensors ?? []).map((s) => `${s.id} ${s.st === 'ok' ? s.v : s.st === 'none' ? 'not read yet' : s.st}`).join(', ');
+    parts.push(`${[relays, axes, sensors].filter(Boolean).join('; ')}${age}.`);
   }
   return parts.join(' ');
 }

@@ -5,11 +5,13 @@ import type { ActionKind } from './kind.js';
 import { RELAY_SET } from './relay.js';
 import { STEPPER_HOME, STEPPER_MOVE } from './stepper.js';
 import { ESTOP_CLEAR, STOP } from './device.js';
+import { SENSOR_READ } from './sensor.js';
 
 export type { ActionKind } from './kind.js';
 export { RELAY_SET } from './relay.js';
 export { STEPPER_HOME, STEPPER_MOVE } from './stepper.js';
 export { ESTOP_CLEAR, STOP } from './device.js';
+export { SENSOR_READ } from './sensor.js';
 
 export const KINDS: Record<ActionName, ActionKind> = {
   [RELAY_SET.action]: RELAY_SET,
@@ -17,6 +19,7 @@ export const KINDS: Record<ActionName, ActionKind> = {
   [STEPPER_HOME.action]: STEPPER_HOME,
   [STOP.action]: STOP,
   [ESTOP_CLEAR.action]: ESTOP_CLEAR,
+  [SENSOR_READ.action]: SENSOR_READ,
 } as Record<ActionName, ActionKind>;
 
 /** The kind of an action name, or undefined for one no kind declares. */

@@ -3,7 +3,8 @@ import type { ToolContext } from './context.js';
 import { registerRelayTools } from './relay.js';
 import { registerStepperTools } from './stepper.js';
 import { registerDeviceTools } from './device.js';
+import { registerSensorTools } from './sensor.js';
 
 export type { ToolContext } from './context.js';
 
-export const KIND_TOOLS: ((ctx: ToolContext) => void)[] = [registerRelayTools, registerStepperTools, registerDeviceTools];
+export const KIND_TOOLS: ((ctx: ToolContext) => void)[] = [registerRelayTools, registerStepperTools, registerDeviceTools, registerSensorTools];

@@ -1,0 +1,212 @@
+// The rig's sensors: an I2C bus with SHT3x chips on it, and analog inputs (an ACS712 current
+// sensor) attached to ADC pins. Both engines reach them: the vm's I2C1 and analogRead globals
+// (context.ts), and the Espruino engine's .boot0 shim (espruino-shim.ts) through the same calls.
+// Faults per sensor id: unplugged (no acknowledge; an ADC input floats to 0), stuck (the same
+// reading every time), crc (the chip's CRC bytes are corrupted), slow (the conversion takes 4x its
+// board time, so a read at the board time is not acknowledged), noisy (ADC: 40x the noise). A
+// sensor with a `supply` does not answer until its relay's contact is closed and power_up_ms passed.
+import type { AdcSensorDef, BoardDef, SensorDef, Sht3xSensorDef } from '@proofrig/protocol';
+import { crc8, SHT3X_MEASURE } from '@proofrig/protocol';
+import type { Clock } from '@proofrig/protocol/clock';
+import type { Gpio } from './gpio.js';
+import type { Rng } from './prng.js';
+
+export type SensorFault = 'unplugged' | 'stuck' | 'crc' | 'slow' | 'noisy';
+export const SENSOR_FAULTS: readonly SensorFault[] = ['unplugged', 'stuck', 'crc', 'slow', 'noisy'];
+
+/** The SHT3x's typical conversion at high repeatability (datasheet: 12.5 ms typical, 15 ms max), ms. */
+const SHT3X_TYPICAL_MS = 12.5;
+/** ADC noise, standard deviation as a fraction of full scale (about 8 LSB of 12 bits). */
+const ADC_NOISE = 0.002;
+
+/** The world the sensors measure, per sensor id (°C, %RH, A ...); defaults in the middle of each range. */
+type Values = Map<string, number>;
+
+/** Power of a sensor: true once its supply relay has been closed power_up_ms. */
+class Supply {
+  private closedAt: number | undefined;
+  constructor(
+    private readonly def: SensorDef,
+    private readonly clock: Clock,
+    closedNow: boolean,
+  ) {
+    this.closedAt = closedNow ? -Infinity : undefined;
+  }
+  contact(ch: number, closed: boolean): void {
+    if (!this.def.supply || ch !== this.def.supply.ch) return;
+    if (!closed) this.closedAt = undefined;
+    else if (this.closedAt === undefined) this.closedAt = this.clock.now();
+  }
+  on(): boolean {
+    const s = this.def.supply;
+    if (!s) return true;
+    return this.closedAt !== undefined && this.clock.now() - this.closedAt >= s.power_up_ms;
+  }
+}
+
+/** One SHT3x chip at one address; the board may list it twice (temperature and humidity). */
+class Sht3xChip {
+  readonly defs: Sht3xSensorDef[] = [];
+  supply!: Supply;
+  private readyAt = Infinity;
+  private data: number[] | null = null;
+  private stuck: number[] | null = null;
+  constructor(
+    private readonly clock: Clock,
+    private readonly sensors: SensorModels,
+  ) {}
+
+  private fault(f: SensorFault): boolean {
+    for (const d of this.defs) if (this.sensors.fault(d.id) === f) return true;
+    return false;
+  }
+
+  private present(): boolean {
+    return !this.fault('unplugged') && this.supply.on();
+  }
+
+  /** An I2C write: the measure command starts a conversion; false = not acknowledged. */
+  write(bytes: number[]): boolean {
+    if (!this.present()) return false;
+    if (bytes.length === 2 && bytes[0] === SHT3X_MEASURE[0] && bytes[1] === SHT3X_MEASURE[1]) {
+      const conv = Math.max(...this.defs.map((d) => d.conversion_ms));
+      this.readyAt = this.clock.now() + (this.fault('slow') ? conv * 4 : Math.min(conv, SHT3X_TYPICAL_MS));
+      this.data = this.measure();
+    }
+    return true;
+  }
+
+  /** An I2C read of n bytes; null = not acknowledged (absent, unpowered, or still converting). */
+  read(n: number): number[] | null {
+    if (!this.present() || this.data === null || this.clock.now() < this.readyAt) return null;
+    const d = this.data.slice(0, n);
+    this.data = null;
+    return d;
+  }
+
+  private measure(): number[] {
+    if (this.fault('stuck') && this.stuck) return this.stuck.slice();
+    const t = this.sensors.value(this.defs.find((d) => d.quantity === 'temperature')?.id, 22.5);
+    const h = this.sensors.value(this.defs.find((d) => d.quantity === 'humidity')?.id, 45);
+    const rt = clampWord(((t + 45) * 65535) / 175);
+    const rh = clampWord((h * 65535) / 100);
+    const b = [rt >> 8, rt & 0xff, 0, rh >> 8, rh & 0xff, 0];
+    b[2] = crc8(b, 0, 2);
+    b[5] = crc8(b, 3, 2);
+    this.stuck = b.slice();
+    if (this.fault('crc')) {
+      b[2] ^= 0x5a;
+      b[5] ^= 0x5a;
+    }
+    return b;
+  }
+}
+
+function clampWord(x: number): number {
+  return Math.max(0, Math.min(65535, Math.round(x)));
+}
+
+/** Every sensor of a board: the I2C bus, the ADC sources, their faults and the values they measure. */
+export class SensorModels {
+  private readonly chips = new Map<number, Sht3xChip>();
+  private readonly supplies: Supply[] = [];
+  private readonly faults = new Map<string, SensorFault>();
+  private readonly values: Values = new Map();
+  private readonly defs: SensorDef[];
+  private readonly adcPins: number[] = [];
+
+  constructor(
+    board: BoardDef,
+    private readonly gpio: Gpio,
+    private readonly clock: Clock,
+    private readonly rng: Rng,
+    /** Is a relay channel's contact closed right now (the supply of a sensor at construction)? */
+    contactClosed: (ch: number) => boolean,
+    faults?: Map<string, SensorFault>,
+    values?: Values,
+  ) {
+    this.defs = board.sensors ?? [];
+    for (const [k, v] of faults ?? []) this.faults.set(k, v);
+    for (const [k, v] of values ?? []) this.values.set(k, v);
+    for (const d of this.defs) {
+      const supply = new Supply(d, clock, d.supply ? contactClosed(d.supply.ch) : true);
+      this.supplies.push(supply);
+      if (d.kind === 'sht3x') {
+        let chip = this.chips.get(d.address);
+        if (!chip) this.chips.set(d.address, (chip = new Sht3xChip(clock, this)));
+        chip.defs.push(d);
+        chip.supply = supply;
+      } else this.attachAdc(d, supply);
+    }
+  }
+
+  /** A relay's contact moved (the rig's 'contact' event): sensors on that supply power up or off. */
+  contact(ch: number, closed: boolean): void {
+    for (const s of this.supplies) s.contact(ch, closed);
+  }
+
+  /** Inject (or clear, with null) a fault on sensor `id`. */
+  setFault(id: string, fault: SensorFault | null): void {
+    if (!this.defs.some((d) => d.id === id)) throw new Error(`no sensor "${id}" on this rig; sensors: ${this.defs.map((d) => d.id).join(', ') || 'none'}`);
+    if (fault !== null && SENSOR_FAULTS.indexOf(fault) < 0) throw new Error(`unknown sensor fault "${String(fault)}"; faults: ${SENSOR_FAULTS.join(', ')}`);
+    if (fault === null) this.faults.delete(id);
+    else this.faults.set(id, fault);
+  }
+
+  fault(id: string): SensorFault | undefined {
+    return this.faults.get(id);
+  }
+
+  /** Set what sensor `id` measures (°C, %RH, A ... in the board's unit). */
+  setValue(id: string, v: number): void {
+    this.values.set(id, v);
+  }
+
+  value(id: string | undefined, dflt: number): number {
+    return id !== undefined && this.values.has(id) ? this.values.get(id)! : dflt;
+  }
+
+  /** Faults and values, to carry over when the board is read again. */
+  carry(): { faults: Map<string, SensorFault>; values: Values } {
+    return { faults: new Map(this.faults), values: new Map(this.values) };
+  }
+
+  /** I2C1.writeTo: false when no chip acknowledged. */
+  i2cWrite(addr: number, bytes: number[]): boolean {
+    const c = this.chips.get(addr);
+    return c ? c.write(bytes) : false;
+  }
+
+  /** I2C1.readFrom: the bytes, or null when no chip acknowledged. */
+  i2cRead(addr: number, n: number): number[] | null {
+    const c = this.chips.get(addr);
+    return c ? c.read(n) : null;
+  }
+
+  dispose(): void {
+    for (const p of this.adcPins) this.gpio.detach(p);
+  }
+
+  private attachAdc(d: AdcSensorDef, supply: Supply): void {
+    let last: number | undefined;
+    this.adcPins.push(d.pin);
+    this.gpio.attach(d.pin, {
+      analog: () => {
+        const f = this.faults.get(d.id);
+        if (f === 'unplugged' || !supply.on()) return 0;
+        if (f === 'stuck' && last !== undefined) return last;
+        const amps = this.value(d.id, 0);
+        const noise = gauss(this.rng) * ADC_NOISE * (f === 'noisy' ? 40 : 1);
+        const raw = Math.max(0, Math.min(1, (amps - d.offset) / d.scale + noise));
+        last = Math.round(raw * 4095) / 4095;
+        return last;
+      },
+    });
+  }
+}
+
+/** A standard normal draw (Box-Muller) from the rig's seeded stream. */
+function gauss(rng: Rng): number {
+  const u = Math.max(1e-12, rng());
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rng());
+}
