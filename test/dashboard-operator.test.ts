@@ -4,30 +4,22 @@
 // its evidence, and the simulated relay really switched; an axis is homed and moved to a typed
 // target; a latched e-stop is cleared from the page only as the operator; a cross-origin request,
 // a form post or a cookie-only request is refused and changes nothing.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { CHROMIUM, useBrowser } from './helpers/chromium.js';
 import type { IncomingMessage } from 'node:http';
 import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
 import { operatorRefusal } from '../host/src/dashboard/operator.js';
 
 const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
-const CHROMIUM = process.env.PROOFRIG_CHROMIUM ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
-if (!CHROMIUM && process.env.CI) throw new Error('the dashboard tests need Chromium in CI: apt-get install -y chromium (or set PROOFRIG_CHROMIUM)');
 
-let browser: Browser | undefined;
-beforeAll(async () => {
-  if (CHROMIUM) browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-}, 30_000);
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useBrowser();
 
 /** The page signed in for reading (the banner's #token= fragment with the agent token). */
 async function open(e: E2E, width = 1400): Promise<Page> {
-  const page = await browser!.newPage({ viewport: { width, height: 900 } });
+  const page = await browser().newPage({ viewport: { width, height: 900 } });
   await page.goto(`${e.running.url}/#token=${encodeURIComponent(e.running.tokens!.agent)}`);
   await page.getByTestId('conn').filter({ hasText: 'live' }).waitFor({ timeout: 5000 });
   return page;
@@ -55,7 +47,7 @@ describe.skipIf(!CHROMIUM)('operator controls on the dashboard', () => {
       await e.waitOnline('stepper-rig');
       // Signed in by proofrig open's one-time link: the cookie reads /events, and shows no control.
       const link = (await (await fetch(e.running.url + '/dashboard-link', { method: 'POST', headers: { authorization: `Bearer ${e.running.tokens!.agent}` } })).json()) as { url: string };
-      const viaCookie = await browser!.newPage({ viewport: { width: 1024, height: 900 } });
+      const viaCookie = await browser().newPage({ viewport: { width: 1024, height: 900 } });
       await viaCookie.goto(link.url);
       await viaCookie.getByTestId(`device-${RIG}`).waitFor({ timeout: 5000 });
       expect(await viaCookie.getByTestId('op').isVisible()).toBe(false);
@@ -230,7 +222,7 @@ describe.skipIf(!CHROMIUM)('operator controls on the dashboard', () => {
       expect(e.running.core.devices.board(RIG)).toBeDefined();
 
       // A real browser, signed in to the dashboard, visits a page of another site that posts to /operator.
-      const ctx = await browser!.newContext();
+      const ctx = await browser().newContext();
       const page = await ctx.newPage();
       const link2 = (await (await fetch(e.running.url + '/dashboard-link', { method: 'POST', headers: { authorization: `Bearer ${e.running.tokens!.agent}` } })).json()) as { url: string };
       await page.goto(link2.url);

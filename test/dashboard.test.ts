@@ -2,31 +2,20 @@
 // Chromium: it shows a relay command's evidence within a second of the result, and a stall's
 // error code as it happens, without a reload; labels and areas; faults from the journal, not only
 // since the page opened; calls for unknown devices folded; nothing clipped at 1,024 and 1,400 px.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { CHROMIUM, useBrowser } from './helpers/chromium.js';
 import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
 
 const STEPPER_BOARD = new URL('../boards/stepper-rig.json', import.meta.url).pathname;
-const CHROMIUM = process.env.PROOFRIG_CHROMIUM ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
-if (!CHROMIUM) {
-  if (process.env.CI) throw new Error('the dashboard tests need Chromium in CI: apt-get install -y chromium (or set PROOFRIG_CHROMIUM)');
-  console.warn('dashboard tests skipped: no Chromium found; install it with `apt-get install -y chromium` or set PROOFRIG_CHROMIUM');
-}
 
-let browser: Browser | undefined;
-beforeAll(async () => {
-  if (CHROMIUM) browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-}, 30_000);
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useBrowser();
 
 async function open(e: E2E, width = 1400): Promise<Page> {
-  const page = await browser!.newPage({ viewport: { width, height: 900 } });
+  const page = await browser().newPage({ viewport: { width, height: 900 } });
   await page.goto(e.running.url + '/' + dashboardFragment(e));
   await page.getByTestId('conn').filter({ hasText: 'live' }).waitFor({ timeout: 5000 });
   return page;
@@ -187,7 +176,7 @@ describe.skipIf(!CHROMIUM)('the live dashboard', () => {
       const link = r.stdout.trim();
       expect(link).toMatch(new RegExp(`^${e.running.url}/\\?once=[A-Za-z0-9_-]{32}$`));
       expect(link).not.toContain(e.running.tokens!.agent);
-      const page = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
+      const page = await browser().newPage({ viewport: { width: 1400, height: 900 } });
       await page.goto(link);
       expect(page.url()).toBe(e.running.url + '/'); // redirected: the code is gone from the address bar
       await page.getByTestId('conn').filter({ hasText: 'live' }).waitFor({ timeout: 5000 });

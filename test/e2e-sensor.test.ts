@@ -57,11 +57,13 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
     expect(before.first).toMatch(/^air temperature \(air_temp on climate-rig\) was NOT read: the sensor did not answer/);
 
     const on = await supplyOn();
-    const t0 = Date.now();
     const fresh = await read({ device_id: DEV, sensor: 'air temperature', fresh_after: on, delay_ms: 600, request_id: 'temp-after-power' });
     expect(fresh.r, JSON.stringify(fresh.r)).toMatchObject({ status: 'ok', unit: '°C', source: 'device' });
     expect(fresh.r.value).toBeCloseTo(24.3, 1);
-    expect(Date.parse(fresh.r.measured_at!)).toBeGreaterThanOrEqual(t0 + 500);
+    // Taken no earlier than the relay command's end (as the host journaled it) plus the delay (less
+    // a millisecond: the times are whole milliseconds on both sides of the device-to-host mapping).
+    const onEnded = Date.parse(e!.running.core.status(on)!.terminal_at!);
+    expect(Date.parse(fresh.r.measured_at!)).toBeGreaterThanOrEqual(onEnded + 600 - 1);
     expect(fresh.first).toMatch(/^air temperature \(air_temp on climate-rig\) reads 24\.3\d* °C measured/);
 
     const again = await read({ device_id: DEV, sensor: 'air_temp', request_id: 'temp-after-power' });
@@ -85,7 +87,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
     const on = await supplyOn();
     rig.setSensorFault('air_rh', 'unplugged');
     const nak = await read({ device_id: DEV, sensor: 'air_rh', fresh_after: on, delay_ms: 600 });
-    expect(nak.r).toMatchObject({ status: 'BUS_NAK', value: null });
+    expect(nak.r, JSON.stringify(nak.r)).toMatchObject({ status: 'BUS_NAK', value: null });
     expect(nak.r.detail).toMatch(/no acknowledge from the SHT3x at I2C address 68/);
 
     rig.setSensorFault('air_rh', 'crc');

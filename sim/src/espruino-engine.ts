@@ -357,15 +357,24 @@ export class EspruinoEngine {
     }
     const child = this.child;
     const fifo = join(this.dir, 'pins.fifo');
-    const end = Date.now() + 5000;
+    // The interpreter opens the pipe to read the answer after it wrote the question; until it does,
+    // opening for writing fails ENXIO. Waited for as long as this interpreter lives: giving up would
+    // leave it blocked on the pipe for good (a stalled interpreter must recover when it runs again).
+    const since = Date.now();
+    let told = false;
     const attempt = (): void => {
       if (this.child !== child || !child) return;
       let fd: number;
       try {
         fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'ENXIO' && Date.now() < end) setTimeout(attempt, 0);
-        else this.deps.print(`sim: cannot answer a pin read: ${(e as Error).message}`);
+        if ((e as NodeJS.ErrnoException).code !== 'ENXIO') return this.deps.print(`sim: cannot answer a pin read: ${(e as Error).message}`);
+        const waited = Date.now() - since;
+        if (waited >= 5000 && !told) {
+          told = true;
+          this.deps.print(`sim: the interpreter has not opened pins.fifo for ${waited} ms after asking "${q}"; still waiting`);
+        }
+        setTimeout(attempt, waited < 5000 ? 0 : 10);
         return;
       }
       try {

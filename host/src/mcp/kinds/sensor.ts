@@ -165,9 +165,12 @@ export function registerSensorTools(ctx: ToolContext): void {
         notBefore = Date.parse(p.terminal_at!) + (a.delay_ms ?? 0);
         await sleep(notBefore - Date.now(), extra.signal);
       } else if (a.delay_ms !== undefined) return toolError('INVALID_ARGS', 'delay_ms counts from the end of the fresh_after command; give fresh_after too');
+      // A repeated request_id replays its command: that reading may be older than the command it must
+      // follow. Judged by whether the request_id was in the journal already, not by comparing its
+      // submission time with notBefore (a timer may wake a millisecond before Date.now() says it is due).
+      const prior = notBefore && a.request_id !== undefined ? core.journal.byRequest(dev, a.request_id) : undefined;
       const c = await act({ device_id: dev, action: SENSOR_READ.action, args: { id: s.id }, request_id: a.request_id }, READ_WAIT_MS, extra);
-      // A repeated request_id replays its command: that reading may be older than the command it must follow.
-      if (notBefore && Date.parse(c.submitted_at) < notBefore)
+      if (prior && Date.parse(c.submitted_at) < notBefore)
         return notRead(`request_id ${c.request_id} replays command ${c.command_id}, submitted before ${new Date(notBefore).toISOString()}: its reading could predate command ${a.fresh_after}; use a new request_id`);
       const r = fromCommand(dev, s, c);
       return result(sentence(dev, s, r), r);
