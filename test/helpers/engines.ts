@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { it } from 'vitest';
 import { chipSpeedUnavailable, type Engine } from '@proofrig/sim';
+import { CHIP_WANTED } from './chip-phase-files.js';
 
 const bin = process.env.PROOFRIG_ESPRUINO;
 export const ESPRUINO_AVAILABLE = !!bin && existsSync(bin);
@@ -19,12 +20,11 @@ if (!ESPRUINO_AVAILABLE && process.env.CI)
 /** A tier of the end-to-end suites: an engine, or 'chip-speed' (the Espruino engine under a chip-speed CPU quota). */
 export type Tier = Engine | 'chip-speed';
 
-const chipWanted = process.env.PROOFRIG_CHIP_SPEED === '1' || (!!process.env.CI && process.env.PROOFRIG_CHIP_SPEED !== '0');
-const chipWhyNot = !chipWanted ? undefined : !ESPRUINO_AVAILABLE ? 'it needs the Espruino interpreter (PROOFRIG_ESPRUINO)' : chipSpeedUnavailable();
+const chipWhyNot = !CHIP_WANTED ? undefined : !ESPRUINO_AVAILABLE ? 'it needs the Espruino interpreter (PROOFRIG_ESPRUINO)' : chipSpeedUnavailable();
 /** The chip-speed tier runs in this process. */
-export const CHIP_SPEED = chipWanted && !chipWhyNot;
+export const CHIP_SPEED = CHIP_WANTED && !chipWhyNot;
 
-if (chipWanted && chipWhyNot && process.env.CI) throw new Error(`CI requires the chip-speed tier, and here ${chipWhyNot}`);
+if (CHIP_WANTED && chipWhyNot && process.env.CI) throw new Error(`CI requires the chip-speed tier, and here ${chipWhyNot}`);
 
 /**
  * Where the chip-speed tier is on, `npm test` runs in two phases (vitest.config.ts): `suite`, every
@@ -45,7 +45,7 @@ export function chipSpeedTier(): Tier[] {
   if (!chipNoticed) {
     chipNoticed = true;
     console.log(
-      chipWanted
+      CHIP_WANTED
         ? `Chip-speed tier skipped: ${chipWhyNot}`
         : 'Chip-speed tier off: set PROOFRIG_CHIP_SPEED=1 (as root, with the cgroup v1 cpu controller) to also run the end-to-end scenarios on an interpreter slowed to an ESP32',
     );
