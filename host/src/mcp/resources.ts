@@ -1,5 +1,6 @@
-// MCP resources: each device's state, the board definitions and the command journal, with
-// subscriptions (notifications/resources/updated when the device reports or a command changes).
+// MCP resources: each device's state, each sensor's last reading (sensor-resources.ts), the board
+// definitions and the command journal, with subscriptions (notifications/resources/updated when the
+// device reports, a sensor has a new reading or goes stale, or a command changes).
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { BoardDef } from '@proofrig/protocol';
@@ -8,6 +9,8 @@ import type { CommandStatus } from '../core/command-view.js';
 import { namesOf, outputNames } from './names.js';
 import { Exposure } from './exposure.js';
 import { summary } from './commands-list.js';
+import { SensorResources } from './sensor-resources.js';
+import { cachedReading } from './sensor-reading.js';
 
 export const RECENT_COMMANDS_URI = 'proofrig://commands/recent';
 export const deviceUri = (id: string) => `proofrig://devices/${id}`;
@@ -25,7 +28,11 @@ export function deviceViews(core: HostCore, only?: string, exposure: Exposure = 
     if (!v || !board || !exposure.device(id, board)) return [];
     const outputs = outputNames(board, { id, exposure });
     // What a person calls things comes first: the outputs' names and the device's area.
-    const sensors = (board.sensors ?? []).map((s) => ({ id: s.id, label: s.label ?? null, unit: s.unit, kind: s.kind, max_age_ms: s.max_age_ms }));
+    // Each sensor with its last reading as read_sensor source "cache" gives it (stale: no value).
+    const sensors = (board.sensors ?? []).map((s) => {
+      const r = cachedReading(core, id, s);
+      return { id: s.id, label: s.label ?? null, unit: s.unit, kind: s.kind, max_age_ms: s.max_age_ms, value: r.value, status: r.status, measured_at: r.measured_at, age_ms: r.age_ms };
+    });
     return [{ names: namesOf(outputs), area: board.area ?? null, ...v, booting: core.booting(id), outputs, sensors }];
   });
 }
@@ -116,6 +123,9 @@ export function registerResources(server: McpServer, core: HostCore, cleanups: (
     },
   );
 
+  const sensors = new SensorResources(core, ids, (uri) => updated(uri));
+  sensors.register(server);
+
   // Subscriptions of this session.
   // The core's events are listened to only while this session subscribes to something: every
   // session listening to every command change made each change cost O(sessions).
@@ -131,24 +141,32 @@ export function registerResources(server: McpServer, core: HostCore, cleanups: (
   };
   server.server.setRequestHandler(SubscribeRequestSchema, async (req) => {
     const uri = req.params.uri;
-    if (!/^proofrig:\/\/(devices|boards|commands)\/[^/]+$/.test(uri)) notFound(`no resource "${uri}" to subscribe to; see resources/list and resources/templates/list`);
+    if (SensorResources.matches(uri)) sensors.subscribe(uri); // an unknown device or sensor throws here, before anything changes
+    else if (!/^proofrig:\/\/(devices|boards|commands)\/[^/]+$/.test(uri)) notFound(`no resource "${uri}" to subscribe to; see resources/list and resources/templates/list`);
     subscribed.add(uri);
     listen(true);
     return {};
   });
   server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => {
     subscribed.delete(req.params.uri);
+    sensors.unsubscribe(req.params.uri);
     listen(subscribed.size > 0);
     return {};
   });
   const updated = (uri: string) => {
     if (subscribed.has(uri) && server.isConnected()) void server.server.sendResourceUpdated({ uri }).catch(() => {});
   };
-  const onState = (dev: string) => updated(deviceUri(dev));
+  const onState = (dev: string) => {
+    updated(deviceUri(dev));
+    sensors.onState(dev);
+  };
   const onDevice = (e: DeviceEvent) => updated(deviceUri(e.device_id));
   const onCommand = (s: CommandStatus) => {
     updated(RECENT_COMMANDS_URI);
     updated(commandUri(s.command_id));
   };
-  cleanups.push(() => listen(false));
+  cleanups.push(() => {
+    listen(false);
+    sensors.close();
+  });
 }

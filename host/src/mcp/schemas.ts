@@ -97,8 +97,20 @@ export const DeviceViewSchema = z.object({
     })
     .describe('channels and axes of the board with their names; tools take the number/axis id or the label'),
   sensors: z
-    .array(z.object({ id: z.string(), label: z.string().nullable(), unit: z.string(), kind: z.enum(['sht3x', 'adc']), max_age_ms: z.number() }))
-    .describe('the sensors of the board (read_sensor takes the id or the label)'),
+    .array(
+      z.object({
+        id: z.string(),
+        label: z.string().nullable(),
+        unit: z.string(),
+        kind: z.enum(['sht3x', 'adc']),
+        max_age_ms: z.number(),
+        value: z.number().nullable().describe('the last reading; null unless status is "ok"'),
+        status: z.string().describe('"ok", BUS_NAK, SENSOR_CRC, OUT_OF_RANGE, SENSOR_STALE (older than max_age_ms) or "none" (not read since boot)'),
+        measured_at: z.string().nullable(),
+        age_ms: z.number().nullable(),
+      }),
+    )
+    .describe('the sensors of the board with their last reading, as read_sensor source "cache" gives it (read_sensor takes the id or the label; resource proofrig://devices/{device_id}/sensors/{id})'),
 });
 
 export const DeviceStatusSchema = DeviceViewSchema.extend({

@@ -56,7 +56,11 @@ export function summarizeDevice(d: DeviceView): string {
     const age = d.state_age_ms !== null ? ` (state observed ${Math.round(d.state_age_ms / 1000)} s ago)` : '';
     const relays = d.state.relays.map((r) => `channel ${r.ch} ${r.cmd === null ? 'never switched' : r.cmd ? 'on' : 'off'}`).join(', ');
     const axes = (d.state.axes ?? []).map((a) => `axis ${a.axis} at ${a.pos} mm${a.homed ? '' : ' (not homed)'}${a.moving ? ' moving' : ''}${a.fault ? ' FAULT' : ''}`).join(', ');
-    const sensors = (d.state.sensors ?? []).map((s) => `${s.id} ${s.st === 'ok' ? s.v : s.st === 'none' ? 'not read yet' : s.st}`).join(', ');
+    // The rows list_devices adds (a value only while fresh), else the snapshot's own.
+    const rows = (d as { sensors?: { id: string; unit: string; value: number | null; status: string; age_ms: number | null }[] }).sensors;
+    const sensors = rows
+      ? rows.map((s) => `${s.id} ${s.status === 'ok' ? `${s.value} ${s.unit}` : s.status === 'none' ? 'not read yet' : s.status}${s.age_ms !== null ? ` (${Math.round(s.age_ms / 1000)} s ago)` : ''}`).join(', ')
+      : (d.state.sensors ?? []).map((s) => `${s.id} ${s.st === 'ok' ? s.v : s.st === 'none' ? 'not read yet' : s.st}`).join(', ');
     parts.push(`${[relays, axes, sensors].filter(Boolean).join('; ')}${age}.`);
   }
   return parts.join(' ');

@@ -5,10 +5,11 @@
 // wait for power-up, then read" cannot answer with a reading from before.
 import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ID_CHARS, ID_RULE, MAX_ID_LENGTH, MAX_LABEL_LENGTH, sensorByName, type BoardDef, type SensorDef, type SensorState } from '@proofrig/protocol';
+import { ID_CHARS, ID_RULE, MAX_ID_LENGTH, MAX_LABEL_LENGTH, sensorByName, type BoardDef, type SensorDef } from '@proofrig/protocol';
 import { SENSOR_READ } from '@proofrig/protocol/kinds';
 import type { CommandStatus } from '../../core/command-view.js';
 import { toolError, type ToolContext } from './context.js';
+import { cachedReading, hostTime, SensorReadingSchema, type Reading } from '../sensor-reading.js';
 
 // Waits, all inside the SDK clients' 60 s request timeout: for the fresh_after command, the delay
 // after it, and the reading itself.
@@ -26,20 +27,6 @@ export const ReadSensorInput = z.strictObject({
   request_id: z.string().min(1).max(MAX_ID_LENGTH).regex(ID_CHARS, 'request_id ' + ID_RULE).optional().describe('optional idempotency key: the same request_id returns the same reading, never a second one'),
 });
 
-export const SensorReadingSchema = z.object({
-  device_id: z.string(),
-  sensor: z.string(),
-  label: z.string().nullable(),
-  unit: z.string(),
-  value: z.number().nullable().describe('the measured value; null whenever status is not "ok"'),
-  status: z.string().describe('"ok", or why there is no value: BUS_NAK, SENSOR_CRC, OUT_OF_RANGE, SENSOR_STALE, an error code of the command, "not_read" or "none" (no reading since boot)'),
-  measured_at: z.string().nullable().describe('when the sensor was measured (host clock)'),
-  age_ms: z.number().nullable(),
-  source: z.enum(['device', 'cache']),
-  command_id: z.string().nullable().describe('the sensor.read command (source device)'),
-  detail: z.string().nullable(),
-});
-type Reading = z.infer<typeof SensorReadingSchema>;
 
 function result(sentence: string, r: Reading): CallToolResult {
   return { content: [{ type: 'text', text: sentence + '\n\n' + JSON.stringify(r, null, 2) }], structuredContent: r };
@@ -47,12 +34,6 @@ function result(sentence: string, r: Reading): CallToolResult {
 
 function describe(dev: string, s: SensorDef): string {
   return `${s.label ?? s.id} (${s.id} on ${dev})`;
-}
-
-/** A reading's device uptime turned into host ms, from the snapshot it came in and when that was observed. */
-function hostTime(state: { up: number }, observedAt: string | null, r: SensorState): number | null {
-  if (observedAt === null || r.at <= 0) return null;
-  return Date.parse(observedAt) - (state.up - r.at);
 }
 
 function sentence(dev: string, s: SensorDef, r: Reading): string {
@@ -91,17 +72,6 @@ function resolve(ctx: ToolContext, a: { name?: string; device_id?: string; senso
   if (hits.length === 1) return hits[0]!;
   if (hits.length === 0) return { error: `no sensor is called "${a.name}" on this host` };
   return { error: `"${a.name}" names a sensor on several devices (${hits.map((h) => h.dev).join(', ')}); add device_id` };
-}
-
-function fromCache(ctx: ToolContext, dev: string, s: SensorDef): Reading {
-  const v = ctx.core.devices.view(dev);
-  const r = v?.state?.sensors?.find((x) => x.id === s.id);
-  const base = { device_id: dev, sensor: s.id, label: s.label ?? null, unit: s.unit, source: 'cache' as const, command_id: null, detail: null };
-  if (!v?.state || !r || r.st === 'none') return { ...base, value: null, status: 'none', measured_at: null, age_ms: null };
-  const at = hostTime(v.state, v.state_observed_at, r);
-  const age = at === null ? null : Date.now() - at;
-  const stale = age !== null && age > s.max_age_ms;
-  return { ...base, value: stale || r.st !== 'ok' ? null : r.v, status: stale ? 'SENSOR_STALE' : r.st, measured_at: at === null ? null : new Date(at).toISOString(), age_ms: age };
 }
 
 function fromCommand(dev: string, s: SensorDef, c: CommandStatus): Reading {
@@ -152,7 +122,7 @@ export function registerSensorTools(ctx: ToolContext): void {
       };
       if (a.source === 'cache') {
         if (a.fresh_after !== undefined) return toolError('INVALID_ARGS', 'fresh_after needs a reading from the device; it cannot be combined with source "cache"');
-        const r = fromCache(ctx, dev, s);
+        const r = cachedReading(core, dev, s);
         return result(sentence(dev, s, r), r);
       }
       let notBefore = 0;
