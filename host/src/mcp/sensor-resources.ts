@@ -116,9 +116,10 @@ export class SensorResources {
   }
 
   private keyOf(dev: string, s: SensorDef): string {
-    const v = this.core.devices.view(dev);
-    const r = stateOf(v?.state, s.id);
-    return r ? `${v!.boot_id}/${r.at}/${r.st}/${r.v}` : `${v?.boot_id ?? ''}/none`;
+    // Every snapshot the device sends comes here (heartbeats too): the in-memory cache only, no journal read.
+    const boot = this.core.devices.session(dev)?.boot ?? '';
+    const r = stateOf(this.core.devices.state(dev), s.id);
+    return r ? `${boot}/${r.at}/${r.st}/${r.v}` : `${boot}/none`;
   }
 
   /** A timer at the moment the reading turns stale; a timer that wakes early sets itself again. */
