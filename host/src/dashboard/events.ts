@@ -6,6 +6,7 @@ import { findAxis, findRelay, moveProfile } from '@proofrig/protocol';
 import { kindOf } from '@proofrig/protocol/kinds';
 import type { HostCore } from '../core/host.js';
 import type { CommandStatus } from '../core/command-view.js';
+import { journalReadings, pointsOf, PLOT_READINGS } from './sensor-history.js';
 
 /** How many recent commands the first snapshot carries. */
 export const SNAPSHOT_COMMANDS = 50;
@@ -22,6 +23,7 @@ function board(core: HostCore, dev: string) {
     estop: !!b.estop,
     relays: b.relays.map((r) => ({ ch: r.ch, name: r.name, label: r.label ?? null, feedback: r.feedback.kind })),
     axes: (b.steppers ?? []).map((s) => ({ axis: s.axis, name: s.name, label: s.label ?? null, travel_mm: [s.travel.min_mm, s.travel.max_mm] })),
+    sensors: (b.sensors ?? []).map((s) => ({ id: s.id, label: s.label ?? null, unit: s.unit, range: [s.range.min, s.range.max] })),
   };
 }
 
@@ -59,9 +61,12 @@ function planOf(core: HostCore, s: CommandStatus): [number, number][] | null {
   return plan;
 }
 
+/** A device for the page: its view, its board's outputs and sensors, and the readings its state carries (sensor-history.ts). */
 function device(core: HostCore, dev: string) {
   const v = core.devices.view(dev);
-  return v ? { ...v, board: board(core, dev) } : null;
+  if (!v) return null;
+  const sensors = core.devices.board(dev)?.sensors ?? [];
+  return { ...v, board: board(core, dev), readings: pointsOf(sensors, v.state, v.state_observed_at, v.boot_id) };
 }
 
 /** Open one SSE stream on `res`; it ends when the client goes away. */
@@ -84,6 +89,9 @@ export function serveEvents(core: HostCore, req: IncomingMessage, res: ServerRes
     commands: core.commands.recent(SNAPSHOT_COMMANDS).map((s) => withPath(core, s)),
     // The faults list is history, not "since this page opened": the journal's last ones first.
     faults: core.journal.recent({ states: ['failed', 'timeout'], limit: SNAPSHOT_FAULTS }).map((c) => withPath(core, core.commands.view(c))),
+    // Each sensor's recent readings from the journal, then live from each device event.
+    readings: Object.fromEntries(core.devices.ids().map((d) => [d, journalReadings(core, d)])),
+    plot_readings: PLOT_READINGS,
   });
   const onCommand = (s: CommandStatus) => send('command', withPath(core, s));
   const onDevice = (dev: string) => send('device', device(core, dev));

@@ -4,6 +4,7 @@
 // sessionStorage. The operator controls (operator-panel.ts) appear only once a person pasted the
 // operator token and the host confirmed it; that token stays in the script's memory.
 import { OPERATOR_CSS, OPERATOR_HTML, OPERATOR_SCRIPT } from './operator-panel.js';
+import { SENSOR_PLOT_CSS, SENSOR_PLOT_SCRIPT } from './sensor-plot.js';
 
 export const DASHBOARD_HTML = `<!doctype html>
 <html lang="en">
@@ -58,6 +59,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   #faults .code { margin-right: .4rem; }
   .empty { color: var(--mute); font-style: italic; }
 ${OPERATOR_CSS}
+${SENSOR_PLOT_CSS}
   #auth { display: none; margin: 1rem 1.2rem; padding: .8rem; border: 1px solid var(--bad); border-radius: 6px; }
 </style>
 </head>
@@ -144,6 +146,7 @@ ${OPERATOR_HTML}
       '<text x="2" y="12">' + hi.toFixed(0) + ' mm</text><text x="2" y="' + (H - B) + '">' + lo.toFixed(0) + ' mm</text><text x="' + (W - 4) + '" y="' + (H - 3) + '" text-anchor="end">' + (tMax / 1000).toFixed(1) + ' s · ' + esc(c.what || '') + ' · dashed commanded, blue encoder</text>' +
       '<polyline class="plan" points="' + line(plan) + '"/>' + (meas.length ? '<polyline class="meas" data-testid="plot-measured" data-points="' + meas.length + '" points="' + line(meas) + '"/>' : '') + end + '</svg>';
   }
+${SENSOR_PLOT_SCRIPT}
   function yesno(v) { return v === null || v === undefined ? '<span class="meta">n/a</span>' : v ? 'on' : 'off'; }
 
   function renderDevices() {
@@ -151,7 +154,7 @@ ${OPERATOR_HTML}
     var el = document.getElementById('devices');
     if (!ids.length) { el.innerHTML = '<p class="empty">No devices yet.</p>'; return; }
     el.innerHTML = ids.map(function (id) {
-      var d = devices[id], s = d.state, b = d.board || { relays: [], axes: [] };
+      var d = devices[id], s = d.state, b = d.board || { relays: [], axes: [], sensors: [] };
       var seen = d.last_seen ? age(Date.now() - serverSkew - Date.parse(d.last_seen)) : 'never';
       var relays = b.relays.map(function (r) {
         var st = s ? (s.relays.filter(function (x) { return x.ch === r.ch; })[0] || {}) : {};
@@ -166,7 +169,7 @@ ${OPERATOR_HTML}
         '<div class="meta">' + (b.area ? '<b data-testid="area-' + esc(id) + '">' + esc(b.area) + '</b> · ' : '') + esc(d.board_name) + ' · last seen <span data-testid="seen-' + esc(id) + '">' + seen + '</span> · boot ' + esc(d.boot_id || '—') + ' · state ' + (d.state_observed_at ? 'observed ' + age(Date.now() - serverSkew - Date.parse(d.state_observed_at)) : 'never read') + '</div>' +
         (relays ? '<div class="scroll"><table><thead><tr><th>ch</th><th>name</th><th>feedback</th><th>commanded</th><th>pin</th><th>aux</th><th>last evidence</th></tr></thead><tbody>' + relays + '</tbody></table></div>' : '') +
         (axes ? '<div class="scroll"><table><thead><tr><th>axis</th><th>position</th><th>homed</th><th>motion</th><th>driver</th><th>switches</th></tr></thead><tbody>' + axes + '</tbody></table></div>' + (s && s.axes ? s.axes.map(function (a) { return plot(id, a.axis); }).join('') : '') : '') +
-        '</div>';
+        sensorsOf(id, b) + '</div>';
     }).join('');
   }
 
@@ -210,6 +213,9 @@ ${OPERATOR_HTML}
     if (event === 'snapshot') {
       serverSkew = Date.now() - Date.parse(data.at);
       devices = {}; data.devices.forEach(function (d) { if (d) devices[d.device_id] = d; });
+      readings = {}; plotN = data.plot_readings || plotN;
+      Object.keys(data.readings || {}).forEach(function (dev) { Object.keys(data.readings[dev]).forEach(function (id) { data.readings[dev][id].forEach(function (p) { addReading(dev, p); }); }); });
+      data.devices.forEach(function (d) { if (d) (d.readings || []).forEach(function (p) { addReading(d.device_id, p); }); });
       commands = {}; order = []; paths = {};
       data.commands.slice().reverse().forEach(function (c) { command(c, false); });
       faults = (data.faults || []).map(function (c) { return { code: c.error_code || c.state, at: c.terminal_at || c.submitted_at, device: c.device_id, text: what(c) + (c.detail ? ' — ' + c.detail : '') }; });
@@ -218,6 +224,7 @@ ${OPERATOR_HTML}
     } else if (event === 'device' && data) {
       var was = devices[data.device_id];
       devices[data.device_id] = data;
+      (data.readings || []).forEach(function (p) { addReading(data.device_id, p); });
       (data.state && data.state.axes || []).forEach(function (a) {
         var before = was && was.state && was.state.axes ? was.state.axes.filter(function (x) { return x.axis === a.axis; })[0] : null;
         if (a.fault && !(before && before.fault)) faults.unshift({ code: 'DRIVER FAULT', at: new Date().toISOString(), device: data.device_id, text: 'axis ' + a.axis + ' at ' + a.pos + ' mm' });
