@@ -2,7 +2,8 @@
 // The dashboard screenshots in docs/img/: a host with two simulated rigs (a relay whose coil is
 // open, a stepper that stalls at 20 mm), driven through the dashboard's own operator endpoint,
 // photographed in headless Chromium (playwright-core, as test/dashboard*.test.ts) at 1,024 and
-// 1,400 px with the operator controls unlocked, written as JPEG by Chromium.
+// 1,400 px with the operator controls unlocked; then a host with the climate rig whose sensors an
+// agent reads over MCP (dashboard-climate.jpg, the sensor plots). Written as JPEG by Chromium.
 //
 //   npm run build && node scripts/dashboard-screenshots.mjs [--out docs/img] [--chromium /usr/bin/chromium]
 import { spawn } from 'node:child_process';
@@ -12,6 +13,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const arg = (name, dflt) => {
@@ -33,25 +36,28 @@ const freePort = () =>
   });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-const dir = mkdtempSync(join(tmpdir(), 'proofrig-shots-'));
-const db = join(dir, '.proofrig', 'journal.db');
-const port = await freePort();
-const url = `http://127.0.0.1:${port}`;
-const host = spawn(
-  process.execPath,
-  [join(ROOT, 'host/bin/proofrig.js'), 'serve', '--http', String(port), '--db', db, '--log-level', 'warn',
-    '--sim', join(ROOT, 'boards/relay-rig-4ch.json'), '--sim', join(ROOT, 'boards/stepper-rig.json'),
-    '--fault', 'relay-rig-4ch:relay2:coil_open', '--fault', 'stepper-rig:x:stall@20'],
-  { stdio: ['ignore', 'ignore', 'inherit'] },
-);
-let browser;
-try {
+/** A host serving `args` (rigs and faults) on a free port, with its tokens, until stop(). */
+async function startHost(args) {
+  const dir = mkdtempSync(join(tmpdir(), 'proofrig-shots-'));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const proc = spawn(process.execPath, [join(ROOT, 'host/bin/proofrig.js'), 'serve', '--http', String(port), '--db', join(dir, '.proofrig', 'journal.db'), '--log-level', 'warn', ...args], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const token = (who) => readFileSync(join(dir, '.proofrig', `${who}-token`), 'utf8').trim();
+  const stop = async () => {
+    proc.kill('SIGTERM');
+    await new Promise((r) => (proc.exitCode !== null ? r() : proc.once('exit', r)));
+    rmSync(dir, { recursive: true, force: true });
+  };
   // Up once the operator endpoint answers the operator token.
   for (let i = 0; ; i++) {
     const ok = await fetch(url + '/operator', { headers: { authorization: `Bearer ${existsSync(join(dir, '.proofrig', 'operator-token')) ? token('operator') : 'x'}` } }).then((r) => r.ok, () => false);
     if (ok) break;
-    if (i > 100 || host.exitCode !== null) throw new Error('the host did not start');
+    if (i > 100 || proc.exitCode !== null) {
+      await stop();
+      throw new Error('the host did not start');
+    }
     await sleep(200);
   }
   const act = async (tool, args) => {
@@ -62,7 +68,13 @@ try {
     console.log(`${tool} ${JSON.stringify(args)}: ${s.state}${s.error_code ? ' ' + s.error_code : ''}`);
     return s;
   };
+  return { url, token, act, stop };
+}
 
+let browser, host;
+try {
+  host = await startHost(['--sim', join(ROOT, 'boards/relay-rig-4ch.json'), '--sim', join(ROOT, 'boards/stepper-rig.json'), '--fault', 'relay-rig-4ch:relay2:coil_open', '--fault', 'stepper-rig:x:stall@20']);
+  const { url, token, act } = host;
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   const pages = [];
   for (const width of [1024, 1400]) {
@@ -94,9 +106,36 @@ try {
     writeFileSync(file, img);
     console.log(`wrote ${file} (${Math.round(img.length / 1024)} kB)`);
   }
+  await host.stop();
+  host = undefined;
+
+  // The climate rig: the SHT3x read before its supply relay is on (BUS_NAK), then after it, and the
+  // heater's ACS712 with 40x its ADC noise, ten times each, read by an agent over MCP.
+  host = await startHost(['--sim', join(ROOT, 'boards/climate-rig.json'), '--fault', 'climate-rig:heater_current:noisy']);
+  const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
+  await page.goto(`${host.url}/#token=${encodeURIComponent(host.token('agent'))}`);
+  await page.getByTestId('device-climate-rig').waitFor({ timeout: 10000 });
+  const client = new Client({ name: 'screenshots', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(host.url + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${host.token('agent')}` } } }));
+  const read = async (name, more = {}) => {
+    const r = (await client.callTool({ name: 'read_sensor', arguments: { name, ...more } })).structuredContent;
+    console.log(`read_sensor ${name}: ${r.status === 'ok' ? r.value + ' ' + r.unit : r.status}`);
+  };
+  await read('air temperature');
+  await read('heater current');
+  const on = await host.act('relay_set', { device_id: 'climate-rig', channel: 'sensor power', on: true });
+  await read('air temperature', { fresh_after: on.command_id, delay_ms: 600 }); // the SHT3x powers up in 500 ms
+  for (let i = 0; i < 10; i++) for (const name of ['air temperature', 'air humidity', 'heater current']) await read(name);
+  await client.close();
+  await page.getByTestId('splot-climate-rig-heater_current').waitFor({ timeout: 5000 });
+  const file = join(OUT, 'dashboard-climate.jpg');
+  // The device card alone: the commands table of three dozen reads says nothing the plots do not.
+  // (Its box, not the element: the page redraws its cards every second.)
+  const box = await page.getByTestId('device-climate-rig').boundingBox();
+  const img = await page.screenshot({ type: 'jpeg', quality: 70, fullPage: true, clip: { x: box.x - 8, y: box.y - 8, width: box.width + 16, height: box.height + 16 } });
+  writeFileSync(file, img);
+  console.log(`wrote ${file} (${Math.round(img.length / 1024)} kB)`);
 } finally {
   await browser?.close();
-  host.kill('SIGTERM');
-  await new Promise((r) => (host.exitCode !== null ? r() : host.once('exit', r)));
-  rmSync(dir, { recursive: true, force: true });
+  await host?.stop();
 }

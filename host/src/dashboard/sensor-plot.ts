@@ -39,11 +39,15 @@ export const SENSOR_PLOT_SCRIPT = `
     var t0 = list[0].t, span = Math.max(1000, last.t - t0), W = 600, H = 90, L = 48, B = 14;
     function X(t) { return (L + ((t - t0) / span) * (W - L - 8)).toFixed(1); }
     function Y(v) { return (8 + (1 - (v - lo) / (hi - lo)) * (H - B - 12)).toFixed(1); }
-    var runs = [], run = [], marks = '', dots = '';
+    var runs = [], run = [], marks = '', dots = '', labelX = -Infinity;
     list.forEach(function (p) {
       if (p.st === 'ok') { run.push(X(p.t) + ',' + Y(p.v)); dots += '<circle class="ok" cx="' + X(p.t) + '" cy="' + Y(p.v) + '" r="2.5"><title>' + esc(fmt(p.v) + ' ' + s.unit) + '</title></circle>'; return; }
       if (run.length) runs.push(run); run = [];
-      marks += '<g class="err" data-testid="splot-err" data-code="' + esc(p.st) + '"><line x1="' + X(p.t) + '" x2="' + X(p.t) + '" y1="6" y2="' + (H - B) + '"/><text x="' + X(p.t) + '" y="' + (H - B - 2) + '" text-anchor="middle">' + esc(p.st) + '</text></g>';
+      // Every error reading is a mark; its code is written when there is room (hover shows it always).
+      var x = Number(X(p.t)), room = x - labelX > 90;
+      if (room) labelX = x;
+      marks += '<g class="err" data-testid="splot-err" data-code="' + esc(p.st) + '"><title>' + esc(p.st) + '</title><line x1="' + x + '" x2="' + x + '" y1="4" y2="' + (H - B) + '"/>' +
+        (room ? '<text x="' + (x > W - 90 ? x - 3 : x + 3) + '" y="16" text-anchor="' + (x > W - 90 ? 'end' : 'start') + '">' + esc(p.st) + '</text>' : '') + '</g>';
     });
     if (run.length) runs.push(run);
     return head + '<svg class="splot" data-testid="splot-' + esc(dev) + '-' + esc(s.id) + '" data-values="' + oks.map(function (p) { return p.v; }).join(' ') + '" data-statuses="' + esc(list.map(function (p) { return p.st; }).join(' ')) + '" viewBox="0 0 ' + W + ' ' + H + '" preserveAspectRatio="none">' +
