@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ResourceUpdatedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Engine } from '@proofrig/sim';
 import { enginesUnderTest } from './helpers/engines.js';
-import { startE2E, until, type E2E } from './helpers/e2e.js';
+import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
+import { Exposure } from '../host/src/mcp/exposure.js';
 
 const BOARD = new URL('../boards/climate-rig.json', import.meta.url).pathname;
 const DEV = 'climate-rig';
@@ -145,5 +146,14 @@ describe('bad sensor URIs', () => {
     await readSensor({ name: 'heater current' });
     await until(() => updated.length > 0, 5000, 'a notification');
     expect(updated).toEqual([uri('heater_current')]);
+  });
+
+  it('a device hidden by --expose has no sensor resources: not listed, not readable, not subscribable', async () => {
+    e = await startE2E({ sims: [{ boardFile: BOARD }, { boardFile: RELAY_BOARD }], device: RIG, exposure: Exposure.parse([`${RIG}:bench lamp`]) });
+    await e.waitOnline(DEV);
+    const { resources } = await e.client.listResources();
+    expect(resources.filter((r) => r.uri.includes('/sensors/'))).toEqual([]);
+    await expect(e.client.readResource({ uri: uri('air_temp') })).rejects.toThrow(/no device "climate-rig" is provisioned; known devices: relay-rig-4ch/);
+    await expect(e.client.subscribeResource({ uri: uri('air_temp') })).rejects.toThrow(/no device "climate-rig" is provisioned; known devices: relay-rig-4ch/);
   });
 });
