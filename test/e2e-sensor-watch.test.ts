@@ -122,7 +122,11 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
     );
 
     // heater_current's max_age_ms is 2000: the second notification is the reading going stale.
-    await until(() => updated.filter((u) => u === uri('heater_current')).length >= 2, 8000, 'the stale notification');
+    await until(() => updated.filter((u) => u === uri('heater_current')).length >= 2, 8000, 'the stale notification').catch((err: Error) => {
+      const host = e.logs.filter((l) => l.evt === 'sensor_stale' || l.evt === 'resource_update_unsent');
+      const v = e.running.core.devices.view(DEV);
+      throw new Error(`${err.message}; told: ${JSON.stringify(updated)}; the host: ${JSON.stringify(host)}; the cache: ${JSON.stringify(v?.state?.sensors)} observed ${v?.state_observed_at}; read: ${JSON.stringify(read)}`);
+    });
     const stale = await resource('heater_current');
     expect(stale).toMatchObject({ status: 'SENSOR_STALE', value: null, source: 'cache' });
     expect(sameTime(stale.measured_at, read.measured_at)).toBeLessThanOrEqual(SAME_MS);

@@ -154,7 +154,8 @@ export function registerResources(server: McpServer, core: HostCore, cleanups: (
     return {};
   });
   const updated = (uri: string) => {
-    if (subscribed.has(uri) && server.isConnected()) void server.server.sendResourceUpdated({ uri }).catch(() => {});
+    if (subscribed.has(uri) && server.isConnected())
+      void server.server.sendResourceUpdated({ uri }).catch((err: unknown) => core.log.debug({ evt: 'resource_update_unsent', uri, err: String(err) }, 'a resources/updated notification could not be sent'));
   };
   const onState = (dev: string) => {
     updated(deviceUri(dev));

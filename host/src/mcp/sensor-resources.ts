@@ -131,8 +131,10 @@ export class SensorResources {
     w.timer = setTimeout(() => {
       w.timer = undefined;
       if (this.watches.get(uri) !== w) return;
-      if (cachedReading(this.core, w.dev, w.sensor).status === 'SENSOR_STALE') this.updated(uri);
-      else this.arm(uri, w);
+      const r = cachedReading(this.core, w.dev, w.sensor);
+      if (r.status !== 'SENSOR_STALE') return this.arm(uri, w);
+      this.core.log.debug({ evt: 'sensor_stale', uri, measured_at: r.measured_at, age_ms: r.age_ms }, 'a subscribed sensor reading went stale');
+      this.updated(uri);
     }, Math.max(0, at - Date.now()));
     w.timer.unref?.();
   }

@@ -27,7 +27,6 @@ export const ReadSensorInput = z.strictObject({
   request_id: z.string().min(1).max(MAX_ID_LENGTH).regex(ID_CHARS, 'request_id ' + ID_RULE).optional().describe('optional idempotency key: the same request_id returns the same reading, never a second one'),
 });
 
-
 function result(sentence: string, r: Reading): CallToolResult {
   return { content: [{ type: 'text', text: sentence + '\n\n' + JSON.stringify(r, null, 2) }], structuredContent: r };
 }
