@@ -16,6 +16,8 @@ const browser = useBrowser();
 
 async function open(e: E2E): Promise<Page> {
   const page = await browser().newPage({ viewport: { width: 1400, height: 900 } });
+  // A missing element fails in 5 s with its name, not at the spec's timeout.
+  page.setDefaultTimeout(5000);
   const t = e.running.tokens?.agent;
   await page.goto(e.running.url + '/' + (t ? `#token=${encodeURIComponent(t)}` : ''));
   await page.getByTestId('conn').filter({ hasText: 'live' }).waitFor({ timeout: 5000 });
@@ -68,7 +70,8 @@ describe.skipIf(!CHROMIUM)('the sensor plots', () => {
       } finally {
         await e.close();
       }
-    });
+      // Four readings through the real interpreter, each up to the tool's 15 s wait when a loaded machine starves it.
+    }, 60_000);
   });
 
   it('a page opened later, even after a host restart, draws the readings the journal holds', async () => {
