@@ -97,7 +97,7 @@ export const DeviceViewSchema = z.object({
     })
     .describe('channels and axes of the board with their names; tools take the number/axis id or the label'),
   sensors: z
-    .array(z.object({ id: z.string(), label: z.string().nullable(), unit: z.string(), kind: z.enum(['sht3x', 'adc']), max_age_ms: z.number() }))
+    .array(z.object({ id: z.string(), label: z.string().nullable(), unit: z.string(), kind: z.enum(['sht3x', 'ina219', 'adc']), max_age_ms: z.number() }))
     .describe('the sensors of the board (read_sensor takes the id or the label)'),
 });
 
