@@ -30,7 +30,7 @@ export function checkLoadFeedback(b: Obj, errors: string[]): void {
       errors.push(`${at}.sensor: ${echo(fb.sensor)} is not a sensor of this board (sensors: ${ids.length ? ids.join(', ') : 'none'}); name the current sensor in series with the load`);
     } else {
       const why = notCurrent(s);
-      if (why) errors.push(`${at}.sensor: ${fb.sensor} ${why}; name an INA219 with quantity "current" or an ADC input whose unit is "A"`);
+      if (why) return void errors.push(`${at}.sensor: ${fb.sensor} ${why}; name an INA219 with quantity "current" or an ADC input whose unit is "A"`);
     }
     const onOk = isNum(fb.on_above) && fb.on_above > 0;
     const offOk = isNum(fb.off_below) && fb.off_below > 0;
