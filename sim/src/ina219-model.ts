@@ -19,6 +19,8 @@ export interface Ina219World {
   /** Volts on the bus (VIN-). */
   volts(): number;
   rng: Rng;
+  /** One answer to the firmware (a write or a read): good = acknowledged with a conversion ready. */
+  observed(good: boolean): void;
 }
 
 const CONFIG_RESET = 0x399f;
@@ -37,7 +39,10 @@ export class Ina219Chip {
 
   /** One I2C write: [pointer] or [pointer, MSB, LSB]; false = not acknowledged. */
   write(bytes: number[]): boolean {
-    if (!this.present()) return false;
+    if (!this.present()) {
+      this.world.observed(false);
+      return false;
+    }
     if (bytes.length >= 1) this.ptr = bytes[0]!;
     if (bytes.length >= 3) {
       const w = (bytes[1]! << 8) | bytes[2]!;
@@ -49,7 +54,11 @@ export class Ina219Chip {
 
   /** One I2C read of n bytes from the pointed register; null = not acknowledged. */
   read(n: number): number[] | null {
-    if (!this.present()) return null;
+    if (!this.present()) {
+      this.world.observed(false);
+      return null;
+    }
+    this.world.observed(this.world.fault() !== 'slow');
     const w = this.register(this.ptr);
     const out = [w >> 8, w & 0xff];
     while (out.length < n) out.push(0);

@@ -83,9 +83,13 @@ class Sht3xChip {
 
   /** An I2C read of n bytes; null = not acknowledged (absent, unpowered, or still converting). */
   read(n: number): number[] | null {
-    if (!this.present() || this.data === null || this.clock.now() < this.readyAt) return null;
+    if (!this.present() || this.data === null || this.clock.now() < this.readyAt) {
+      for (const d of this.defs) this.sensors.observed(d.id, false, null);
+      return null;
+    }
     const d = this.data.slice(0, n);
     this.data = null;
+    for (const x of this.defs) this.sensors.observed(x.id, !this.fault('crc'), null);
     return d;
   }
 
@@ -126,6 +130,12 @@ const DEFAULT_BUS_V = 12;
 export class SensorModels {
   private readonly chips = new Map<number, Sht3xChip | Ina219Chip>();
   private readonly loads: Load[] = [];
+  /**
+   * Every answer a sensor gives the firmware (an I2C data read, an ADC sample), for the chaos checker:
+   * good = acknowledged with intact data from a powered sensor with a conversion ready; amps = the
+   * current it measured then (current sensors), else null.
+   */
+  observer: ((id: string, good: boolean, amps: number | null) => void) | undefined;
   private readonly supplies: Supply[] = [];
   private readonly faults = new Map<string, SensorFault>();
   private readonly values: Values = new Map();
@@ -199,6 +209,11 @@ export class SensorModels {
     else this.faults.set(id, fault);
   }
 
+  /** Report one answer of sensor id to the observer. */
+  observed(id: string, good: boolean, amps: number | null): void {
+    this.observer?.(id, good, amps);
+  }
+
   fault(id: string): SensorFault | undefined {
     return this.faults.get(id);
   }
@@ -249,6 +264,9 @@ export class SensorModels {
         amps: () => (cur() !== undefined ? this.amps(cur()!) : 0),
         volts: () => this.value(c.defs.find((x) => x.quantity === 'voltage')?.id, DEFAULT_BUS_V),
         rng: this.rng,
+        observed: (good: boolean) => {
+          for (const x of c.defs) this.observed(x.id, good, x.quantity === 'current' ? this.amps(x.id) : null);
+        },
       };
       this.chips.set(d.address, (chip = c));
     }
@@ -261,9 +279,10 @@ export class SensorModels {
     this.gpio.attach(d.pin, {
       analog: () => {
         const f = this.faults.get(d.id);
+        const amps = this.amps(d.id);
+        this.observed(d.id, f !== 'unplugged' && supply.on(), d.unit === 'A' ? amps : null);
         if (f === 'unplugged' || !supply.on()) return 0;
         if (f === 'stuck' && last !== undefined) return last;
-        const amps = this.amps(d.id);
         const noise = gauss(this.rng) * ADC_NOISE * (f === 'noisy' ? 40 : 1);
         const raw = Math.max(0, Math.min(1, (amps - d.offset) / d.scale + noise));
         last = Math.round(raw * 4095) / 4095;
