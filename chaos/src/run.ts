@@ -264,7 +264,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     const r = pick(rigs);
     // A rig with sensors gets sensor faults often enough to meet its readings (no draw for the others:
     // a seed without such a rig replays as before).
-    if (r.board.sensors?.length && rnd() < 0.3) {
+    if (r.board.sensors?.length && rnd() < 0.5) {
       sensorFault(r, rnd() < 0.4);
       clock.setTimeout(faultTick, 500 + Math.floor(rnd() * 6000));
       return;
@@ -333,7 +333,8 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
   const sensorFault = (r: (typeof rigs)[number], clear: boolean): void => {
     const sd = pick(r.board.sensors!);
     const proves = r.board.relays.some((x) => x.feedback.kind === 'load_current' && x.feedback.sensor === sd.id);
-    const can = SENSOR_CHAOS.filter((f) => (f !== 'crc' || sd.kind === 'sht3x') && (f !== 'stuck' || !proves));
+    // A checksum fault is the one the device must catch in its data: twice as likely where there is one.
+    const can = [...SENSOR_CHAOS, 'crc' as const].filter((f) => (f !== 'crc' || sd.kind === 'sht3x') && (f !== 'stuck' || !proves));
     const f = clear ? null : pick(can);
     if (f) count('sensor_' + f);
     note(`${r.dev} fault ${sd.id} ${f ?? 'clear'}`);
