@@ -44,6 +44,7 @@ describe('chaos checker: readings and load current against the rig’s ground tr
     t.clock.advance(100);
     t.submit('r2', 'sensor.read', { id: 'air_temp' });
     t.checker.sensor('rig1', 'air_temp', false, null);
+    t.checker.sensor('rig1', 'air_temp', false, null);
     t.result('r2', 'completed', 'sensor', 'air_temp', 22.5, 'ok');
     expect(invariants(t.checker)).toEqual(['no reading reported valid when the bus NAKed, the CRC failed or the sensor had no power']);
   });

@@ -98,6 +98,19 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
     expect(ovf.final.detail).toMatch(/heater_amps: the INA219 at I2C address 64 set its overflow flag \(OVF\)/);
   });
 
+  picked(engine, false)('a frozen INA219 (stuck: no new conversion since its last reading) cannot prove the heater off: BUS_NAK, never completed', async () => {
+    e = await start(engine);
+    const rig = e.running.rigs.get(DEV)!;
+    rig.sensors!.setLoad(1, 2.1);
+    expect((await heater(true)).final.state).toBe('completed');
+    rig.setSensorFault('heater_amps', 'stuck'); // its registers keep saying 2.1 A
+    const off = await heater(false);
+    expect(off.final, e.story(off.final)).toMatchObject({ state: 'failed', evidence: 'load_current', verified: false, error_code: 'BUS_NAK' });
+    expect(off.final.detail).toBe(
+      'K1: switched off, but its load current could not be measured, so it is not verified: heater_amps: the INA219 at I2C address 64 answered with no conversion ready (CNVR 0: no new conversion since its last reading or power-up); no value',
+    );
+  });
+
   picked(engine, false)('a repeated request_id replays the verdict without touching the heater pin', async () => {
     e = await start(engine);
     const rig = e.running.rigs.get(DEV)!;

@@ -139,7 +139,7 @@ describe('the simulator INA219 and the heater load', () => {
       const d = m.i2cRead(0x40, 2)!;
       return (d[0]! << 8) | d[1]!;
     };
-    return { m, reg, open };
+    return { m, reg, open, clock };
   };
 
   it('the heater draws its load through the shunt only while K1 is closed, and nothing with open_load', () => {
@@ -166,6 +166,19 @@ describe('the simulator INA219 and the heater load', () => {
     expect(reg(0x02)).toBeNull();
     expect(() => m.setFault('heater_amps', 'crc')).toThrow('sensor "heater_amps" sends no checksum, so "crc" cannot be injected; its faults: unplugged, stuck, slow, noisy');
     expect(() => m.setLoad(2, 1)).toThrow('relay channel 2 has no load_current feedback, so no load of it is modelled; loads on channels: 1');
+  });
+
+  it('reading the power register clears CNVR until the next conversion (1.06 ms); a stuck chip never sets it again', () => {
+    const { m, reg, clock } = setup();
+    expect(reg(0x02)! & 2).toBe(2);
+    reg(0x03);
+    expect(reg(0x02)! & 2).toBe(0);
+    clock.advance(2);
+    expect(reg(0x02)! & 2).toBe(2);
+    m.setFault('heater_amps', 'stuck');
+    reg(0x03);
+    clock.advance(100);
+    expect(reg(0x02)! & 2).toBe(0);
   });
 
   it('open_load is a relay fault of the rig', () => {

@@ -17,7 +17,7 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 export const FIRMWARE = join(ROOT, 'firmware/dist/proofrig.js');
 // The climate rig (sensors, a relay proven by its load current) is the third device: --devices 3.
 const BOARDS: BoardDef[] = ['boards/relay-rig-4ch.json', 'boards/stepper-rig.json', 'boards/climate-rig.json'].map((f) => JSON.parse(readFileSync(join(ROOT, f), 'utf8')));
-/** Sensor faults chaos injects; crc only where the data has a checksum (SHT3x). stuck is left out on a current sensor that proves a relay: see docs/chaos.md. */
+/** Sensor faults chaos injects; crc only where the data has a checksum (SHT3x). */
 const SENSOR_CHAOS = ['unplugged', 'stuck', 'crc', 'slow', 'noisy'] as const;
 
 export interface ChaosOptions {
@@ -332,9 +332,8 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
   /** A sensor unplugged, stuck, with corrupted CRCs, slow or noisy (its supply goes off with its relay: relay faults and commands). */
   const sensorFault = (r: (typeof rigs)[number], clear: boolean): void => {
     const sd = pick(r.board.sensors!);
-    const proves = r.board.relays.some((x) => x.feedback.kind === 'load_current' && x.feedback.sensor === sd.id);
     // A checksum fault is the one the device must catch in its data: twice as likely where there is one.
-    const can = [...SENSOR_CHAOS, 'crc' as const].filter((f) => (f !== 'crc' || sd.kind === 'sht3x') && (f !== 'stuck' || !proves));
+    const can = [...SENSOR_CHAOS, 'crc' as const].filter((f) => f !== 'crc' || sd.kind === 'sht3x');
     const f = clear ? null : pick(can);
     if (f) count('sensor_' + f);
     note(`${r.dev} fault ${sd.id} ${f ?? 'clear'}`);

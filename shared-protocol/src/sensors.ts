@@ -113,6 +113,8 @@ export const SHT3X_MIN_CONVERSION_MS = 15;
 /** INA219 registers: shunt voltage and bus voltage. */
 export const INA219_SHUNT = 0x01;
 export const INA219_BUS = 0x02;
+/** INA219 power register: reading it clears CNVR, so the next reading can tell a new conversion from a frozen chip. */
+export const INA219_POWER = 0x03;
 /** INA219 shunt register full scale at its power-on PGA (/8, ±320 mV), in its 10 µV bits: beyond it the input saturates. */
 export const INA219_SHUNT_FULL = 32000;
 /** INA219 shunt voltage range at its power-on PGA, volts. */

@@ -253,6 +253,7 @@ export class SensorModels {
     let chip = this.chips.get(d.address);
     if (!chip) {
       const c = new Ina219Chip();
+      c.now = () => this.clock.now();
       const ids = (): string[] => c.defs.map((x) => x.id);
       const cur = (): string | undefined => c.defs.find((x) => x.quantity === 'current')?.id ?? c.defs[0]?.id;
       c.world = {
