@@ -3,8 +3,12 @@
 // the INA219 in series with the heater over I2C. Completed with evidence load_current only when the
 // current crossed its threshold; a coil that switched with no current flowing (the heater's fuse
 // out) fails NO_FEEDBACK with the amps measured; a current sensor that gave no value fails the
-// command with its code, never completed. And the INA219 read on its own: ok, BUS_NAK, overflow.
+// command with its code, never completed. The ACS712 on the ADC can be the witness as well. And the
+// INA219 read on its own: ok, BUS_NAK, overflow, no conversion ready.
 import { afterEach, describe, expect } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { enginesUnderTest, picked, type Tier } from './helpers/engines.js';
 import { startE2E, type E2E } from './helpers/e2e.js';
@@ -123,6 +127,29 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
     expect(b.final.command_id).toBe(a.final.command_id);
     expect(b.final).toMatchObject({ state: 'completed', evidence: 'load_current', detail: a.final.detail });
     expect(rig.writes(HEATER_PIN)).toBe(writes);
+  });
+
+  picked(engine, false)('the ACS712 on the ADC as the witness instead: heater on completed by its load current, fuse out failed NO_FEEDBACK', async () => {
+    // The same rig with K1's feedback naming the ACS712 (an ADC input in A) instead of the INA219.
+    const dir = mkdtempSync(join(tmpdir(), 'proofrig-acs-'));
+    try {
+      const b = JSON.parse(readFileSync(BOARD, 'utf8'));
+      b.relays[0].feedback.sensor = 'heater_current';
+      const file = join(dir, 'climate-acs.json');
+      writeFileSync(file, JSON.stringify(b));
+      e = await startE2E({ engine, sims: [{ boardFile: file }], device: DEV });
+      const rig = e.running.rigs.get(DEV)!;
+      rig.sensors!.setLoad(1, 2.0);
+      const on = await heater(true);
+      expect(on.final, e.story(on.final)).toMatchObject({ state: 'completed', evidence: 'load_current', verified: true });
+      expect(on.final.detail).toMatch(/^K1: load current [12]\.\d\d A on heater_current 25 ms after switching on, above 0\.5 A$/);
+      rig.setFault('relay1', 'open_load');
+      const blown = await heater(true);
+      expect(blown.final, e.story(blown.final)).toMatchObject({ state: 'failed', evidence: 'load_current', error_code: 'NO_FEEDBACK' });
+      expect(blown.final.detail).toMatch(/^K1: load current -?0\.\d\d A on heater_current 25 ms after switching on, not above 0\.5 A/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   picked(engine, false)('read_sensor on the INA219: the amps with the heater on, BUS_NAK unplugged, OUT_OF_RANGE on overflow, BUS_NAK with no conversion ready', async () => {
