@@ -64,6 +64,7 @@ export const RULES = Object.freeze({
   'tagged-template': 'tagged template literals',
   'optional-chaining': 'optional chaining ?.',
   'logical-assignment': '??= ||= &&=',
+  'keyword-name': 'a variable named `of` (Espruino lexes it as a keyword; a minifier may pick the name)',
   'computed-key': 'computed keys in object literals (and classes)',
   label: 'labelled statements (labelled break/continue)',
   'async-await': 'async functions, await, for await',

@@ -14,6 +14,8 @@ import { runChaos } from '../chaos/src/run.js';
  */
 const SEEDS = Number(process.env.PROOFRIG_CHAOS_SEEDS ?? 100);
 const JOBS = Number(process.env.PROOFRIG_CHAOS_JOBS ?? 2);
+/** Seeds with the climate rig (sensors, a relay proven by its load current) as a third device: about 0.35 s of CPU each. */
+const SENSOR_SEEDS = Number(process.env.PROOFRIG_CHAOS_SENSOR_SEEDS ?? 20);
 const FIRST = 1;
 const CLI = new URL('../chaos/dist/cli.js', import.meta.url).pathname;
 
@@ -48,4 +50,21 @@ describe('chaos: host core, simulated rigs and agent clients under seeded faults
     expect(faults).toBeGreaterThan(SEEDS * 20);
     expect(checks).toBeGreaterThan(commands);
   }, 900_000);
+
+  it(`${SENSOR_SEEDS} seeds with the climate rig as a third device: no reading valid when its sensor NAKed, failed its CRC or had no power; no relay completed by its load current when none flowed; its seeds replay`, async () => {
+    const a = await runChaos({ seed: 4242, devices: 3, minutes: 1, trace: true });
+    const b = await runChaos({ seed: 4242, devices: 3, minutes: 1, trace: true });
+    expect(b.trace).toEqual(a.trace);
+    expect(a.trace.some((l) => / rig3 boot /.test(l))).toBe(true);
+    const r = spawnSync(process.execPath, [CLI, '--seed', String(FIRST), '--runs', String(SENSOR_SEEDS), '--devices', '3', '--minutes', '1', '--jobs', String(JOBS)], {
+      encoding: 'utf8',
+      timeout: 600_000,
+    });
+    const out = r.stdout ?? '';
+    expect(out.split('\n').filter((l) => l.startsWith('FAIL ') || l.startsWith('  replay: '))).toEqual([]);
+    expect(r.status, `chaos tool exited ${r.status}:\n${out}\n${r.stderr}`).toBe(0);
+    expect(out).toContain(`seeds ${FIRST}..${FIRST + SENSOR_SEEDS - 1} (${SENSOR_SEEDS} runs, 3 rigs each`);
+    // The sensor faults and the blown load were really injected.
+    for (const f of ['sensor_unplugged', 'sensor_crc', 'sensor_slow', 'sensor_stuck', 'hw_open_load']) expect(out, f).toMatch(new RegExp(`${f} [1-9]`));
+  }, 600_000);
 });

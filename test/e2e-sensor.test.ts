@@ -146,7 +146,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
     await read({ name: 'heater current' });
     const r = await e.call('list_devices');
     const d = (r.structuredContent as { devices: { device_id: string; sensors: { id: string }[]; state: { sensors?: { id: string; st: string }[] } | null }[] }).devices.find((x) => x.device_id === DEV)!;
-    expect(d.sensors.map((s) => s.id)).toEqual(['air_temp', 'air_rh', 'heater_current']);
+    expect(d.sensors.map((s) => s.id)).toEqual(['air_temp', 'air_rh', 'heater_current', 'heater_amps']);
     expect(d.state!.sensors!.find((s) => s.id === 'heater_current')!.st).toBe('ok');
     expect((r.content[0] as { text: string }).text.split('\n')[0]).toMatch(/heater_current/);
   });

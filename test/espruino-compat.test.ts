@@ -47,6 +47,7 @@ const CASES: { rule: string; code: string; line?: number }[] = [
   { rule: 'tagged-template', code: 'var t = String(ok)`x`;' },
   { rule: 'optional-chaining', code: 'var b = ok?.length;' },
   { rule: 'logical-assignment', code: 'var c; c ??= 1;' },
+  { rule: 'keyword-name', code: 'var of = 1000; ok(of / 1e3);' },
   { rule: 'computed-key', code: 'var k = "a", o = { [k]: 1 };' },
   { rule: 'label', code: 'outer: for (;;) { break outer; }' },
   { rule: 'async-await', code: 'async function f() { return 1; }' },
@@ -355,4 +356,20 @@ describe('the real firmware bundle', () => {
       expect(checkEspruino(source).map((v) => formatViolation('firmware/dist/proofrig.js', v))).toEqual([]);
     },
   );
+});
+
+describe('scripts/espruino-unkeyword.js (run by the firmware build after tsup)', () => {
+  it('renames a variable the minifier named `of`, and leaves the property `of` alone', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'unkeyword-'));
+    try {
+      const f = join(dir, 'b.js');
+      writeFileSync(f, 'var of=5,x={of:1};function f(of){return of/2+x.of}f(of/1e3);');
+      const r = spawnSync(process.execPath, [fileURLToPath(new URL('../scripts/espruino-unkeyword.js', import.meta.url)), f], { encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      expect(readFileSync(f, 'utf8')).toBe('var of_=5,x={of:1};function f(of_){return of_/2+x.of}f(of_/1e3);');
+      expect(checkEspruino(readFileSync(f, 'utf8')).map((v) => v.rule)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

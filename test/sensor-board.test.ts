@@ -38,7 +38,7 @@ describe('board check of sensors', () => {
   });
 
   it('refuses an SHT3x at an address it cannot have, too short a conversion, an unknown supply relay, and no bus', () => {
-    expect(errorsOf((b) => (b.sensors[0].address = 0x40))).toEqual(['sensors[0].address: an SHT3x answers at 68 (0x44, ADDR low) or 69 (0x45, ADDR high), not 64']);
+    expect(errorsOf((b) => (b.sensors[0].address = 0x41))).toEqual(['sensors[0].address: an SHT3x answers at 68 (0x44, ADDR low) or 69 (0x45, ADDR high), not 65']);
     expect(errorsOf((b) => (b.sensors[0].conversion_ms = 5))).toEqual([
       'sensors[0].conversion_ms: an SHT3x needs up to 15 ms for a high-repeatability measurement; 5 ms would read before it is done',
     ]);
@@ -46,6 +46,7 @@ describe('board check of sensors', () => {
     expect(errorsOf((b) => delete b.i2c)).toEqual([
       'sensors[0]: an SHT3x sits on the I2C bus; the board needs "i2c": {"sda": PIN, "scl": PIN}',
       'sensors[1]: an SHT3x sits on the I2C bus; the board needs "i2c": {"sda": PIN, "scl": PIN}',
+      'sensors[3]: an INA219 sits on the I2C bus; the board needs "i2c": {"sda": PIN, "scl": PIN}',
     ]);
   });
 
@@ -60,7 +61,7 @@ describe('board check of sensors', () => {
   it('sensor.read takes an id of the board, and its deadline covers the conversion', () => {
     const b = climate();
     expect(checkSensorReadArgs({ id: 'air_rh' }, b)).toBeNull();
-    expect(checkSensorReadArgs({ id: 'co2' }, b)).toBe('sensor "co2" does not exist on climate-rig; sensors: air_temp, air_rh, heater_current');
+    expect(checkSensorReadArgs({ id: 'co2' }, b)).toBe('sensor "co2" does not exist on climate-rig; sensors: air_temp, air_rh, heater_current, heater_amps');
     expect(KINDS['sensor.read'].timing({ id: 'air_temp' }, b, null)).toEqual({ worstMs: 70, expectedMs: 20 });
   });
 });
@@ -118,7 +119,7 @@ describe('the simulator sensor models', () => {
     expect(take()).toEqual(first);
     m.setFault('air_temp', 'slow');
     expect(take()).toBeNull();
-    expect(() => m.setFault('co2', 'crc')).toThrow('no sensor "co2" on this rig; sensors: air_temp, air_rh, heater_current');
+    expect(() => m.setFault('co2', 'crc')).toThrow('no sensor "co2" on this rig; sensors: air_temp, air_rh, heater_current, heater_amps');
   });
 
   it('--fault DEV:SENSOR:FAULT names a sensor by its id, and an unknown fault lists the known ones', () => {

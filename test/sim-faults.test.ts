@@ -26,7 +26,7 @@ describe('parseFault', () => {
   });
 
   it('knows the relay faults the rig can inject', () => {
-    expect(RELAY_FAULTS).toEqual(['coil_open', 'welded', 'pin_stuck_low', 'pin_stuck_high']);
+    expect(RELAY_FAULTS).toEqual(['coil_open', 'welded', 'pin_stuck_low', 'pin_stuck_high', 'open_load']);
     expect(isRelayFault('welded')).toBe(true);
     expect(isRelayFault('melted')).toBe(false);
   });

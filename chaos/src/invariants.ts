@@ -153,6 +153,58 @@ export class Checker {
     this.record('relay:' + dev + ':' + ch, closed);
   }
 
+  /** A sensor answered the firmware (the rig's ground truth): good or not (NAK, CRC, no power, no conversion), and the amps it saw. */
+  sensor(dev: string, id: string, good: boolean, amps: number | null): void {
+    this.record('sensor:' + dev + ':' + id, good);
+    if (amps !== null) this.record('amps:' + dev + ':' + id, amps);
+  }
+
+  /** The values of key recorded within a millisecond of t (answers at the device's whole millisecond t). */
+  private answersAt(key: string, t: number): (boolean | number | null)[] {
+    const h = this.history.get(key);
+    const out: (boolean | number | null)[] = [];
+    if (!h) return out;
+    for (let i = h.length - 1; i >= 0 && h[i].t >= t - 1; i--) if (h[i].t < t + 2) out.push(h[i].v);
+    return out;
+  }
+
+  /** Readings already judged, per device, boot, sensor and time: a snapshot repeats the last reading. */
+  private judged = new Set<string>();
+
+  /**
+   * No reading reported valid (st ok with a value) when the sensor's answer then was a NAK, a failed
+   * CRC, no power or no conversion; and no relay completed with load_current evidence when the
+   * current its sensor saw then was not past the threshold (switched on, yet nothing flowed).
+   */
+  private checkSensors(dev: string, gen: number, boot: number | undefined, f: Record<string, unknown>): void {
+    if (boot === undefined) return;
+    const s = f.s as { sensors?: { id: string; v: number | null; st: string; at: number }[] } | undefined;
+    for (const r of s?.sensors ?? []) {
+      if (r.st !== 'ok' || typeof r.v !== 'number') continue;
+      const k = `${dev}:${gen}:${r.id}:${r.at}`;
+      if (this.judged.has(k)) continue;
+      this.judged.add(k);
+      this.checks++;
+      // Judged only where the sensor's answers then agree: two readings in one millisecond (an INA219
+      // read twice, the second before a new conversion) leave a good and a bad answer side by side.
+      const answers = this.answersAt('sensor:' + dev + ':' + r.id, boot + r.at);
+      if (answers.length && !answers.includes(true))
+        this.violation('no reading reported valid when the bus NAKed, the CRC failed or the sensor had no power', `${dev}/${r.id}`, `device reported ${r.id} = ${r.v} (ok) measured at t=${boot + r.at}, when the sensor's answer was bad (NAK, CRC, unpowered or no conversion)`);
+    }
+    if (f.st !== 'completed' || f.ev !== 'load_current' || typeof f.rid !== 'string') return;
+    const sub = this.subs.get(this.key(dev, f.rid));
+    const def = sub && (this.rig(dev).board as BoardDef).relays.find((x) => x.ch === sub.args.ch);
+    if (!sub || !def || def.feedback.kind !== 'load_current') return;
+    const fb = def.feedback;
+    const at = s?.sensors?.find((x) => x.id === fb.sensor)?.at;
+    if (at === undefined) return;
+    this.checks++;
+    const amps = this.answersAt('amps:' + dev + ':' + fb.sensor, boot + at).filter((v): v is number => typeof v === 'number');
+    const flowed = sub.args.on ? amps.some((a) => a > fb.on_above) : amps.some((a) => a < fb.off_below);
+    if (amps.length && !flowed)
+      this.violation('no relay completed by its load current when no current flowed', this.name(dev, f.rid), `device said completed (load_current) switching on=${String(sub.args.on)} while ${fb.sensor} saw ${amps.join('/')} A (on_above ${fb.on_above}, off_below ${fb.off_below})`);
+  }
+
   /** The level of a relay output that only its pin read-back observes changed (the rig's ground truth). */
   pin(dev: string, gpio: number, level: 0 | 1): void {
     this.record('pin:' + dev + ':' + gpio, level);
@@ -277,6 +329,7 @@ export class Checker {
         const decided = typeof up === 'number' && boot !== undefined ? boot + up : this.clock.now();
         const at = f.st === 'completed' ? this.atTarget(dev, f.rid, String(f.ev), typeof up === 'number' && boot !== undefined ? decided : undefined) : { ok: null, why: '' };
         list.push({ st: String(f.st), gen, at: decided, atTarget: at.ok, why: at.why });
+        this.checkSensors(dev, gen, boot, f);
       }
       this.results.set(k, list);
       const t = this.timeouts.get(k);

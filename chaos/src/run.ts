@@ -15,7 +15,10 @@ import { Checker, type Violation } from './invariants.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 export const FIRMWARE = join(ROOT, 'firmware/dist/proofrig.js');
-const BOARDS: BoardDef[] = ['boards/relay-rig-4ch.json', 'boards/stepper-rig.json'].map((f) => JSON.parse(readFileSync(join(ROOT, f), 'utf8')));
+// The climate rig (sensors, a relay proven by its load current) is the third device: --devices 3.
+const BOARDS: BoardDef[] = ['boards/relay-rig-4ch.json', 'boards/stepper-rig.json', 'boards/climate-rig.json'].map((f) => JSON.parse(readFileSync(join(ROOT, f), 'utf8')));
+/** Sensor faults chaos injects; crc only where the data has a checksum (SHT3x). */
+const SENSOR_CHAOS = ['unplugged', 'stuck', 'crc', 'slow', 'noisy'] as const;
 
 export interface ChaosOptions {
   seed: number;
@@ -214,6 +217,7 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       if (what === 'start') checker.actuation(dev, 'motion ' + axis);
     });
     rig.on('contact', (ch: number, closed: boolean) => checker.contact(dev, ch, closed));
+    rig.on('sensor', (id: string, good: boolean, amps: number | null) => checker.sensor(dev, id, good, amps));
     // Outputs observed only by their pin read-back: their level over time (writes, stuck faults, power).
     const readback = new Set(board.relays.filter((r) => r.feedback.kind === 'pin_readback').map((r) => r.pin));
     if (readback.size) rig.pins.onChange((pin, level) => readback.has(pin) && checker.pin(dev, pin, level));
@@ -258,6 +262,13 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
   const faultTick = (): void => {
     if (!faultsOn) return;
     const r = pick(rigs);
+    // A rig with sensors gets sensor faults often enough to meet its readings (no draw for the others:
+    // a seed without such a rig replays as before).
+    if (r.board.sensors?.length && rnd() < 0.5) {
+      sensorFault(r, rnd() < 0.4);
+      clock.setTimeout(faultTick, 500 + Math.floor(rnd() * 6000));
+      return;
+    }
     const k = rnd();
     if (k < 0.2) {
       const ms = 200 + Math.floor(rnd() * (rnd() < 0.3 ? 15000 : 3000));
@@ -308,11 +319,25 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       r.rig.setFault(axis, f, where);
       return;
     }
-    const ch = pick(r.board.relays).ch;
-    const f = clear ? null : pick(['coil_open', 'welded', 'pin_stuck_low', 'pin_stuck_high'] as const);
+    if (r.board.sensors?.length && rnd() < 0.6) return sensorFault(r, clear);
+    // A relay proven by its load current gets half of its rig's relay faults (open_load among them).
+    const proven = r.board.relays.filter((x) => x.feedback.kind === 'load_current');
+    const ch = (proven.length && rnd() < 0.5 ? pick(proven) : pick(r.board.relays)).ch;
+    const loadCh = r.board.relays.some((x) => x.ch === ch && x.feedback.kind === 'load_current');
+    const f = clear ? null : loadCh && rnd() < 0.5 ? 'open_load' : pick(['coil_open', 'welded', 'pin_stuck_low', 'pin_stuck_high'] as const);
     if (f) count('hw_' + f);
     note(`${r.dev} fault relay${ch} ${f ?? 'clear'}`);
     r.rig.setFault('relay' + ch, f);
+  };
+  /** A sensor unplugged, stuck, with corrupted CRCs, slow or noisy (its supply goes off with its relay: relay faults and commands). */
+  const sensorFault = (r: (typeof rigs)[number], clear: boolean): void => {
+    const sd = pick(r.board.sensors!);
+    // A checksum fault is the one the device must catch in its data: twice as likely where there is one.
+    const can = [...SENSOR_CHAOS, 'crc' as const].filter((f) => f !== 'crc' || sd.kind === 'sht3x');
+    const f = clear ? null : pick(can);
+    if (f) count('sensor_' + f);
+    note(`${r.dev} fault ${sd.id} ${f ?? 'clear'}`);
+    r.rig.setSensorFault(sd.id, f);
   };
   clock.setTimeout(faultTick, 1000);
 
@@ -341,7 +366,10 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       const r = pick(rigs);
       let action: string;
       let args: Record<string, unknown>;
-      if (r.board.steppers?.length && rnd() < 0.8) {
+      if (r.board.sensors?.length && rnd() < 0.4) {
+        action = 'sensor.read';
+        args = { id: pick(r.board.sensors).id };
+      } else if (r.board.steppers?.length && rnd() < 0.8) {
         const ax = r.board.steppers[0];
         if (rnd() < 0.3) {
           action = 'stepper.home';

@@ -17,6 +17,13 @@ function log(s: string): void {
   console.log('proofrig: ' + s);
 }
 
+/** A sensor of that id is in the list (a load_current feedback names one). */
+function hasSensor(ss: unknown, id: unknown): boolean {
+  if (!Array.isArray(ss)) return false;
+  for (let i = 0; i < ss.length; i++) if (ss[i] && ss[i].id === id) return true;
+  return false;
+}
+
 /** Why the stored config cannot run this rig, or null. The uploader validated the board fully. */
 function configError(c: unknown): string | null {
   if (typeof c !== 'object' || c === null) return 'missing or not JSON';
@@ -34,8 +41,11 @@ function configError(c: unknown): string | null {
       typeof r.settle_ms !== 'number' || typeof r.name !== 'string' || typeof r.feedback !== 'object' || !r.feedback)
       return 'board.relays[' + i + '] is incomplete';
     const fb = r.feedback;
-    if (fb.kind === 'aux_contact' ? typeof fb.pin !== 'number' || typeof fb.active_low !== 'boolean' : fb.kind !== 'pin_readback' && fb.kind !== 'none')
-      return 'board.relays[' + i + '].feedback is invalid';
+    // Plain ifs: the interpreter mis-parsed a nested ?: here (it reported "Got EOF expected '}'" at boot).
+    let bad = fb.kind !== 'pin_readback' && fb.kind !== 'none';
+    if (fb.kind === 'aux_contact') bad = typeof fb.pin !== 'number' || typeof fb.active_low !== 'boolean';
+    if (fb.kind === 'load_current') bad = !hasSensor(b.sensors, fb.sensor) || typeof fb.on_above !== 'number' || typeof fb.off_below !== 'number';
+    if (bad) return 'board.relays[' + i + '].feedback is invalid';
   }
   return null;
 }

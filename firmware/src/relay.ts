@@ -1,11 +1,12 @@
 // relay.set: write the coil input, wait the relay's settle_ms, then let the board's feedback
-// say whether it switched (output pin read back, auxiliary contact) or say plainly that nothing
+// say whether it switched (output pin read back, auxiliary contact, load current: load.ts) or say plainly that nothing
 // observes it. Per-channel state lives in parallel arrays indexed like board.relays.
 import type { BoardDef, RelayDef, RelayState } from '@proofrig/protocol';
 import { checkRelaySetArgs } from '@proofrig/protocol';
 import type { Action, Done } from './action';
 import { pinInput, pinOutput, pinRead, pinWrite } from './hal';
 import { nowMs } from './clock';
+import { loadVerdict } from './load';
 
 let RL: RelayDef[] = [];
 /** Channel numbers, indexed like RL (a native indexOf finds a channel). */
@@ -55,6 +56,7 @@ function settle(i: number): void {
     return done(slot, 'failed', 'pin_readback', false, 'READBACK_MISMATCH',
       r.name + ' (GPIO' + r.pin + '): wrote ' + lv + ', read back ' + got + ' after ' + r.settle_ms + ' ms');
   }
+  if (fb.kind === 'load_current') return loadVerdict(slot, r, fb, on, done);
   if (fb.kind === 'aux_contact') {
     const closed = pinRead(fb.pin) === (fb.active_low ? 0 : 1);
     if (closed !== on) {

@@ -9,6 +9,7 @@ import { checkSensorReadArgs, crc8, SHT3X_MEASURE, sht3xCelsius, sht3xHumidity }
 import type { Action, Done } from './action';
 import { adcRead, i2cRead, i2cSetup, i2cWrite } from './hal';
 import { upMs } from './clock';
+import { INA, ina219Read } from './ina219';
 
 /** ADC samples averaged per reading. */
 const ADC_SAMPLES = 8;
@@ -25,6 +26,8 @@ const AT: number[] = [];
 /** One conversion callback per sensor, made once at init. */
 const CONV: (() => void)[] = [];
 let done: Done;
+/** The message of the last reading (sensorWhy). */
+let MSG = '';
 
 function idx(id: unknown): number {
   return IDS.indexOf(id as string);
@@ -37,6 +40,9 @@ function end(i: number, v: number | null, code: ErrorCode | undefined, msg: stri
   V[i] = code ? null : v;
   ST[i] = code ? code : 'ok';
   AT[i] = upMs();
+  MSG = msg;
+  // A reading taken for a relay's load_current verdict (sensorNow) has no command of its own.
+  if (slot < 0) return;
   if (code) done(slot, 'failed', 'none', false, code, msg);
   else done(slot, 'completed', 'sensor', true, undefined, msg);
 }
@@ -104,10 +110,46 @@ function run(slot: number, p: Record<string, unknown>, d: Done): void {
     setTimeout(CONV[i], s.conversion_ms);
     return;
   }
+  now(i);
+}
+
+/** Read sensor i (an ADC input or an INA219: no waiting) and record the reading. */
+function now(i: number): void {
+  const s = SN[i];
+  if (s.kind === 'ina219') {
+    ina219Read(s);
+    if (INA.code) return end(i, null, INA.code, INA.why);
+    return judge(i, INA.v, INA.what);
+  }
+  if (s.kind !== 'adc') return;
   let sum = 0;
   for (let k = 0; k < ADC_SAMPLES; k++) sum += adcRead(s.pin);
   const raw = sum / ADC_SAMPLES;
   judge(i, Math.round((raw * s.scale + s.offset) * 1000) / 1000, 'ADC GPIO' + s.pin + ' ' + Math.round(raw * 4095) + '/4095');
+}
+
+/** The index of sensor id, -1 when the board has none such. */
+export function sensorIndex(id: string): number {
+  return IDS.indexOf(id);
+}
+
+/**
+ * Read sensor i now, outside any sensor.read (a relay's load_current verdict): an ADC input or an
+ * INA219. The reading is recorded like any other (state snapshot); returns its status, "ok" or an
+ * error code; sensorValue and sensorWhy say the rest.
+ */
+export function sensorNow(i: number): string {
+  now(i);
+  return ST[i];
+}
+
+export function sensorValue(i: number): number | null {
+  return V[i];
+}
+
+/** The message of the last reading: its raw data when ok, else why there is no value. */
+export function sensorWhy(): string {
+  return MSG;
 }
 
 export const SENSOR_READ: Action = { n: 'sensor.read', chk: checkSensorReadArgs, busy: busy, run: run };

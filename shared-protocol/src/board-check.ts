@@ -4,6 +4,7 @@ import type { BoardDef } from './board.js';
 import { echo } from './check.js';
 import { MAX_LABEL_LENGTH } from './constants.js';
 import { checkSensors } from './sensor-check.js';
+import { checkLoadFeedback } from './load-current.js';
 
 /** GPIOs an ESP32 (WROOM/WROVER module) can use at all. 6–11 drive the flash chip. */
 const ESP32_GPIO = [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 25, 26, 27, 32, 33, 34, 35, 36, 39];
@@ -93,8 +94,8 @@ export function checkBoard(raw: unknown): BoardCheck {
           errors.push(`${at}.feedback.pull: GPIO${fb.pin} has no internal pull resistor; wire one and say "external"`);
         if (isMs(r.settle_ms) && isMs(r.operate_ms) && isMs(r.release_ms) && r.settle_ms < Math.max(r.operate_ms, r.release_ms))
           errors.push(`${at}.settle_ms: must cover the worst of operate_ms and release_ms`);
-      } else if (fb.kind !== 'pin_readback' && fb.kind !== 'none') {
-        errors.push(`${at}.feedback.kind: must be "aux_contact", "pin_readback" or "none"`);
+      } else if (fb.kind !== 'pin_readback' && fb.kind !== 'none' && fb.kind !== 'load_current') {
+        errors.push(`${at}.feedback.kind: must be "aux_contact", "pin_readback", "load_current" or "none"`);
       }
     });
   }
@@ -113,6 +114,7 @@ export function checkBoard(raw: unknown): BoardCheck {
   if (b.watchdog_s !== undefined && (!isInt(b.watchdog_s) || b.watchdog_s < 1 || b.watchdog_s > 60))
     errors.push('watchdog_s: must be a whole number of seconds 1..60 (the ESP32 rounds to seconds), or absent for 5');
   checkSensors(b, chans, errors, claim);
+  checkLoadFeedback(b, errors);
   if (errors.length > 0) return { ok: false, errors, warnings };
   return { ok: true, board: b as unknown as BoardDef, warnings };
 }

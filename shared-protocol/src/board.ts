@@ -8,7 +8,23 @@ export type RelayFeedback =
   /** Only the MCU output pin is read back. */
   | { kind: 'pin_readback' }
   /** Nothing observes this output. */
-  | { kind: 'none' };
+  | { kind: 'none' }
+  /**
+   * The load's own current, measured by a current sensor of this board (an INA219 with quantity
+   * current, or an ADC input in A) settle_ms after switching: on when above on_above, off when
+   * below off_below. A coil that switched with no current flowing (a blown lamp, a fuse out) fails NO_FEEDBACK.
+   */
+  | LoadCurrentFeedback;
+
+export interface LoadCurrentFeedback {
+  kind: 'load_current';
+  /** The id of the current sensor in this board's sensors. */
+  sensor: string;
+  /** Amps the load draws when on: switched on is verified only above this. */
+  on_above: number;
+  /** Amps below which the load counts as off: switched off is verified only below this. */
+  off_below: number;
+}
 
 /**
  * An ESP32 GPIO number. Which pins may be used for what (input-only, strapping, watchable, DAC)

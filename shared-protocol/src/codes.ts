@@ -53,7 +53,7 @@ export const ERROR_CODES = {
   },
   NO_FEEDBACK: {
     meaning:
-      'The feedback did not follow the output: an aux contact that did not follow within the settle time (open coil, welded contact, broken wire), or an encoder that did not count while the motor stepped.',
+      'The feedback did not follow the output: an aux contact that did not follow within the settle time (open coil, welded contact, broken wire), a load whose current did not cross its threshold (a blown lamp, a fuse out, a welded contact; the detail gives the amps), or an encoder that did not count while the motor stepped.',
     ends: 'failed',
     retry: 'after_fresh_state_read',
   },
@@ -168,7 +168,7 @@ export const ERROR_CODES = {
   },
   BUS_NAK: {
     meaning:
-      'The sensor did not acknowledge on its bus (unplugged, unpowered, still powering up, wrong address or a broken wire); there is no reading, and no value was reported.',
+      'The sensor did not acknowledge on its bus (unplugged, unpowered, still powering up, wrong address or a broken wire), or answered with no conversion ready (an INA219 just powered up); there is no reading, and no value was reported.',
     ends: 'failed',
     retry: 'after_fresh_state_read',
   },

@@ -3,7 +3,7 @@
 // open-drain outputs, so they cannot be input-only pins. Called by checkBoard (board-check.ts).
 import { echo } from './check.js';
 import { MAX_LABEL_LENGTH } from './constants.js';
-import { SHT3X_MIN_CONVERSION_MS } from './sensors.js';
+import { INA219_BUS_MAX_V, INA219_MIN_CONVERSION_MS, INA219_SHUNT_MAX_V, SHT3X_MIN_CONVERSION_MS } from './sensors.js';
 
 /** GPIOs an ESP32 (WROOM/WROVER module) can use at all (as in board-check.ts). */
 const GPIO = [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 25, 26, 27, 32, 33, 34, 35, 36, 39];
@@ -37,6 +37,8 @@ export function checkSensors(b: Obj, channels: number[], errors: string[], claim
   if (b.sensors.length > MAX_SENSORS) errors.push(`sensors: at most ${MAX_SENSORS} sensors per board (got ${b.sensors.length})`);
   const ids: string[] = [];
   const labels: string[] = [];
+  /** Which kind of chip answers at each I2C address, and the entry that claimed it first. */
+  const chips: Record<string, { kind: unknown; at: string; shunt: unknown }> = {};
   b.sensors.forEach((raw: unknown, i: number) => {
     const at = `sensors[${i}]`;
     if (!isObj(raw)) return errors.push(`${at}: must be an object`);
@@ -79,8 +81,35 @@ export function checkSensors(b: Obj, channels: number[], errors: string[], claim
       if (!isNum(s.scale) || s.scale === 0) errors.push(`${at}.scale: must be a non-zero number (value = raw 0..1 * scale + offset)`);
       if (!isNum(s.offset)) errors.push(`${at}.offset: must be a number (value = raw 0..1 * scale + offset)`);
       if (s.part !== undefined && typeof s.part !== 'string') errors.push(`${at}.part: must name the part, e.g. "ACS712-5A"`);
-    } else errors.push(`${at}.kind: must be "sht3x" or "adc"`);
+    } else if (s.kind === 'ina219') {
+      checkIna219(s, at, b.i2c !== undefined, errors);
+    } else errors.push(`${at}.kind: must be "sht3x", "ina219" or "adc"`);
+    if ((s.kind === 'sht3x' || s.kind === 'ina219') && isInt(s.address)) {
+      const c = chips[String(s.address)];
+      if (!c) chips[String(s.address)] = { kind: s.kind, at, shunt: s.shunt_ohms };
+      else if (c.kind !== s.kind) errors.push(`${at}.address: ${s.address} is already the address of the ${String(c.kind).toUpperCase()} of ${c.at}; two chips cannot share an I2C address`);
+      else if (s.kind === 'ina219' && c.shunt !== s.shunt_ohms)
+        errors.push(`${at}.shunt_ohms: the INA219 at ${s.address} has shunt_ohms ${echo(c.shunt)} in ${c.at}; entries of one chip must name the same shunt`);
+    }
   });
+}
+
+/** An INA219: its address, shunt, quantity, and what its power-on ranges can measure. */
+function checkIna219(s: Obj, at: string, hasBus: boolean, errors: string[]): void {
+  if (!hasBus) errors.push(`${at}: an INA219 sits on the I2C bus; the board needs "i2c": {"sda": PIN, "scl": PIN}`);
+  if (!isInt(s.address) || s.address < 0x40 || s.address > 0x4f)
+    errors.push(`${at}.address: an INA219 answers at 64..79 (0x40-0x4F, set by A0/A1), not ${echo(s.address)}`);
+  const shuntOk = isNum(s.shunt_ohms) && s.shunt_ohms > 0 && s.shunt_ohms <= 100;
+  if (!shuntOk) errors.push(`${at}.shunt_ohms: must be the shunt resistor in ohms, above 0 and at most 100 (0.1 on the common breakouts)`);
+  if (s.quantity !== 'current' && s.quantity !== 'voltage' && s.quantity !== 'power') errors.push(`${at}.quantity: must be "current", "voltage" or "power"`);
+  if (isMs(s.conversion_ms) && s.conversion_ms < INA219_MIN_CONVERSION_MS)
+    errors.push(`${at}.conversion_ms: an INA219 needs ${INA219_MIN_CONVERSION_MS} ms for one shunt and one bus conversion; ${s.conversion_ms} ms would read before they are done`);
+  const r = s.range;
+  if (!isObj(r) || !isNum(r.max) || !isNum(r.min)) return;
+  const worst = Math.max(Math.abs(r.max), Math.abs(r.min));
+  if (s.quantity === 'current' && shuntOk && worst * (s.shunt_ohms as number) > INA219_SHUNT_MAX_V)
+    errors.push(`${at}.range: ${worst} A through ${s.shunt_ohms} ohm is ${Math.round(worst * (s.shunt_ohms as number) * 1000)} mV, beyond the INA219's ±${INA219_SHUNT_MAX_V * 1000} mV shunt input; use a smaller shunt or a narrower range`);
+  if (s.quantity === 'voltage' && worst > INA219_BUS_MAX_V) errors.push(`${at}.range: the INA219 measures a bus of at most ${INA219_BUS_MAX_V} V, not ${worst} V`);
 }
 
 function checkBus(raw: unknown, errors: string[], claim: Claim): void {

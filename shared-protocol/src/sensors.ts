@@ -79,7 +79,28 @@ export interface AdcSensorDef extends SensorBase {
   offset: number;
 }
 
-export type SensorDef = Sht3xSensorDef | AdcSensorDef;
+/**
+ * A TI INA219 current/voltage monitor on the board's I2C bus, at its power-on configuration
+ * (continuous shunt and bus conversions, shunt range ±320 mV, bus range 32 V). The firmware reads the
+ * bus voltage register (0x02: 4 mV per bit above bit 3; CNVR bit 1, OVF bit 0) and the shunt voltage
+ * register (0x01: signed, 10 µV per bit) and computes amps = shunt volts / shunt_ohms itself: no
+ * calibration register, so a chip that lost power cannot read a plausible 0 A from a lost calibration.
+ * One entry per quantity; entries for the same chip share its address.
+ */
+export interface Ina219SensorDef extends SensorBase {
+  kind: 'ina219';
+  /**
+   * 7-bit I2C address set by A0/A1: 64..79 (0x40-0x4F).
+   * @asType integer
+   */
+  address: number;
+  /** The shunt resistor between VIN+ and VIN-, ohms (0.1 on the common breakouts). */
+  shunt_ohms: number;
+  /** current: amps through the shunt; voltage: volts on VIN- (the load side); power: their product, watts. */
+  quantity: 'current' | 'voltage' | 'power';
+}
+
+export type SensorDef = Sht3xSensorDef | AdcSensorDef | Ina219SensorDef;
 
 export interface SensorReadArgs {
   id: string;
@@ -89,6 +110,30 @@ export interface SensorReadArgs {
 export const SHT3X_MEASURE = [0x24, 0x00];
 /** The SHT3x's own worst-case conversion time at high repeatability, ms. */
 export const SHT3X_MIN_CONVERSION_MS = 15;
+/** INA219 registers: shunt voltage and bus voltage. */
+export const INA219_SHUNT = 0x01;
+export const INA219_BUS = 0x02;
+/** INA219 power register: reading it clears CNVR, so the next reading can tell a new conversion from a frozen chip. */
+export const INA219_POWER = 0x03;
+/** INA219 shunt register full scale at its power-on PGA (/8, ±320 mV), in its 10 µV bits: beyond it the input saturates. */
+export const INA219_SHUNT_FULL = 32000;
+/** INA219 shunt voltage range at its power-on PGA, volts. */
+export const INA219_SHUNT_MAX_V = 0.32;
+/** INA219 bus voltage the chip tolerates (its 32 V range reads up to 26 V), volts. */
+export const INA219_BUS_MAX_V = 26;
+/** INA219 one shunt and one bus conversion at 12 bits (532 µs each), rounded up, ms. */
+export const INA219_MIN_CONVERSION_MS = 2;
+
+/** INA219 bus voltage register → volts (bits 15..3, 4 mV each). */
+export function ina219BusVolts(reg: number): number {
+  return (reg >> 3) * 0.004;
+}
+
+/** INA219 shunt voltage register (a 16-bit word) → volts (two's complement, 10 µV each). */
+export function ina219ShuntVolts(reg: number): number {
+  return (reg & 0x8000 ? reg - 0x10000 : reg) * 0.00001;
+}
+
 /** Time an I2C or ADC transaction adds to a reading, for the deadline, ms. */
 export const SENSOR_BUS_MS = 50;
 

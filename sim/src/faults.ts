@@ -2,9 +2,10 @@
 import type { BoardDef, StepperDef } from '@proofrig/protocol';
 import { SENSOR_FAULTS, type SensorFault } from './sensor-models.js';
 
-export type RelayFault = 'coil_open' | 'welded' | 'pin_stuck_low' | 'pin_stuck_high';
+/** open_load: the coil and contact work but the load carries no current (a blown lamp, a fuse out); seen by load_current feedback. */
+export type RelayFault = 'coil_open' | 'welded' | 'pin_stuck_low' | 'pin_stuck_high' | 'open_load';
 
-export const RELAY_FAULTS: readonly RelayFault[] = ['coil_open', 'welded', 'pin_stuck_low', 'pin_stuck_high'];
+export const RELAY_FAULTS: readonly RelayFault[] = ['coil_open', 'welded', 'pin_stuck_low', 'pin_stuck_high', 'open_load'];
 
 export function isRelayFault(x: unknown): x is RelayFault {
   return typeof x === 'string' && (RELAY_FAULTS as readonly string[]).indexOf(x) >= 0;

@@ -502,7 +502,9 @@ export class SimRig extends EventEmitter {
     }
     if (board.sensors?.length) {
       const closed = (ch: number) => this.relays.get(ch)?.state().contactClosed ?? false;
-      this.sensorModels = new SensorModels(board, this.gpio, this.clock, this.sensorRng, closed, sensorCarry?.faults, sensorCarry?.values);
+      const openLoad = (ch: number) => this.faults.get(ch) === 'open_load';
+      this.sensorModels = new SensorModels(board, this.gpio, this.clock, this.sensorRng, closed, sensorCarry?.faults, sensorCarry?.values, openLoad, sensorCarry?.loads);
+      this.sensorModels.observer = (id, good, amps) => this.safeEmit('sensor', id, good, amps);
     }
     for (const def of board.steppers ?? []) {
       const motion = (what: 'start' | 'stop', axis: string): void => this.safeEmit('motion', what, axis);

@@ -5,11 +5,16 @@
 // reading every time), crc (the chip's CRC bytes are corrupted), slow (the conversion takes 4x its
 // board time, so a read at the board time is not acknowledged), noisy (ADC: 40x the noise). A
 // sensor with a `supply` does not answer until its relay's contact is closed and power_up_ms passed.
-import type { AdcSensorDef, BoardDef, SensorDef, Sht3xSensorDef } from '@proofrig/protocol';
+// Loads: a relay with load_current feedback switches a load (default: midway between its on_above
+// and its sensor's range maximum; setLoad) through that current sensor, which measures the load
+// while the relay's contact is closed, nothing with the relay fault open_load (a blown lamp, a fuse
+// out), plus any baseline set with setValue. An INA219 (ina219-model.ts) sits on the bus beside the SHT3x.
+import type { AdcSensorDef, BoardDef, Ina219SensorDef, SensorDef, Sht3xSensorDef } from '@proofrig/protocol';
 import { crc8, SHT3X_MEASURE } from '@proofrig/protocol';
 import type { Clock } from '@proofrig/protocol/clock';
 import type { Gpio } from './gpio.js';
 import type { Rng } from './prng.js';
+import { Ina219Chip } from './ina219-model.js';
 
 export type SensorFault = 'unplugged' | 'stuck' | 'crc' | 'slow' | 'noisy';
 export const SENSOR_FAULTS: readonly SensorFault[] = ['unplugged', 'stuck', 'crc', 'slow', 'noisy'];
@@ -78,9 +83,13 @@ class Sht3xChip {
 
   /** An I2C read of n bytes; null = not acknowledged (absent, unpowered, or still converting). */
   read(n: number): number[] | null {
-    if (!this.present() || this.data === null || this.clock.now() < this.readyAt) return null;
+    if (!this.present() || this.data === null || this.clock.now() < this.readyAt) {
+      for (const d of this.defs) this.sensors.observed(d.id, false, null);
+      return null;
+    }
     const d = this.data.slice(0, n);
     this.data = null;
+    for (const x of this.defs) this.sensors.observed(x.id, !this.fault('crc'), null);
     return d;
   }
 
@@ -106,9 +115,27 @@ function clampWord(x: number): number {
   return Math.max(0, Math.min(65535, Math.round(x)));
 }
 
+/** A load a relay switches through a current sensor. */
+interface Load {
+  ch: number;
+  sensor: string;
+  amps: number;
+  closed: boolean;
+}
+
+/** The INA219's bus voltage when nothing sets it (a 12 V heater supply), V. */
+const DEFAULT_BUS_V = 12;
+
 /** Every sensor of a board: the I2C bus, the ADC sources, their faults and the values they measure. */
 export class SensorModels {
-  private readonly chips = new Map<number, Sht3xChip>();
+  private readonly chips = new Map<number, Sht3xChip | Ina219Chip>();
+  private readonly loads: Load[] = [];
+  /**
+   * Every answer a sensor gives the firmware (an I2C data read, an ADC sample), for the chaos checker:
+   * good = acknowledged with intact data from a powered sensor with a conversion ready; amps = the
+   * current it measured then (current sensors), else null.
+   */
+  observer: ((id: string, good: boolean, amps: number | null) => void) | undefined;
   private readonly supplies: Supply[] = [];
   private readonly faults = new Map<string, SensorFault>();
   private readonly values: Values = new Map();
@@ -124,33 +151,67 @@ export class SensorModels {
     contactClosed: (ch: number) => boolean,
     faults?: Map<string, SensorFault>,
     values?: Values,
+    /** Does relay channel ch's load carry no current (the relay fault open_load)? */
+    private readonly openLoad: (ch: number) => boolean = () => false,
+    loads?: Map<number, number>,
   ) {
     this.defs = board.sensors ?? [];
     for (const [k, v] of faults ?? []) this.faults.set(k, v);
     for (const [k, v] of values ?? []) this.values.set(k, v);
+    for (const r of board.relays) {
+      const fb = r.feedback;
+      if (fb.kind !== 'load_current') continue;
+      const sd = this.defs.find((d) => d.id === fb.sensor);
+      const amps = loads?.get(r.ch) ?? Math.round(((fb.on_above + (sd ? sd.range.max : 2 * fb.on_above)) / 2) * 100) / 100;
+      this.loads.push({ ch: r.ch, sensor: fb.sensor, amps, closed: contactClosed(r.ch) });
+    }
     for (const d of this.defs) {
       const supply = new Supply(d, clock, d.supply ? contactClosed(d.supply.ch) : true);
       this.supplies.push(supply);
       if (d.kind === 'sht3x') {
         let chip = this.chips.get(d.address);
         if (!chip) this.chips.set(d.address, (chip = new Sht3xChip(clock, this)));
+        if (!(chip instanceof Sht3xChip)) continue;
         chip.defs.push(d);
         chip.supply = supply;
-      } else this.attachAdc(d, supply);
+      } else if (d.kind === 'ina219') this.attachIna219(d, supply);
+      else this.attachAdc(d, supply);
     }
   }
 
-  /** A relay's contact moved (the rig's 'contact' event): sensors on that supply power up or off. */
+  /** A relay's contact moved (the rig's 'contact' event): sensors on that supply power up or off, its load draws or stops. */
   contact(ch: number, closed: boolean): void {
     for (const s of this.supplies) s.contact(ch, closed);
+    for (const l of this.loads) if (l.ch === ch) l.closed = closed;
+  }
+
+  /** Set the amps the load of relay channel ch draws when its contact is closed. Throws when that relay switches no modelled load. */
+  setLoad(ch: number, amps: number): void {
+    const l = this.loads.find((x) => x.ch === ch);
+    if (!l) throw new Error(`relay channel ${ch} has no load_current feedback, so no load of it is modelled; loads on channels: ${this.loads.map((x) => x.ch).join(', ') || 'none'}`);
+    l.amps = amps;
+  }
+
+  /** What current sensor `id` measures now, A: its baseline (setValue, default 0) plus every load drawing through it. */
+  amps(id: string): number {
+    let a = this.value(id, 0);
+    for (const l of this.loads) if (l.sensor === id && l.closed && !this.openLoad(l.ch)) a += l.amps;
+    return a;
   }
 
   /** Inject (or clear, with null) a fault on sensor `id`. */
   setFault(id: string, fault: SensorFault | null): void {
     if (!this.defs.some((d) => d.id === id)) throw new Error(`no sensor "${id}" on this rig; sensors: ${this.defs.map((d) => d.id).join(', ') || 'none'}`);
     if (fault !== null && SENSOR_FAULTS.indexOf(fault) < 0) throw new Error(`unknown sensor fault "${String(fault)}"; faults: ${SENSOR_FAULTS.join(', ')}`);
+    if (fault === 'crc' && this.defs.find((d) => d.id === id)!.kind !== 'sht3x')
+      throw new Error(`sensor "${id}" sends no checksum, so "crc" cannot be injected; its faults: ${SENSOR_FAULTS.filter((f) => f !== 'crc').join(', ')}`);
     if (fault === null) this.faults.delete(id);
     else this.faults.set(id, fault);
+  }
+
+  /** Report one answer of sensor id to the observer. */
+  observed(id: string, good: boolean, amps: number | null): void {
+    this.observer?.(id, good, amps);
   }
 
   fault(id: string): SensorFault | undefined {
@@ -167,8 +228,8 @@ export class SensorModels {
   }
 
   /** Faults and values, to carry over when the board is read again. */
-  carry(): { faults: Map<string, SensorFault>; values: Values } {
-    return { faults: new Map(this.faults), values: new Map(this.values) };
+  carry(): { faults: Map<string, SensorFault>; values: Values; loads: Map<number, number> } {
+    return { faults: new Map(this.faults), values: new Map(this.values), loads: new Map(this.loads.map((l) => [l.ch, l.amps])) };
   }
 
   /** I2C1.writeTo: false when no chip acknowledged. */
@@ -187,15 +248,42 @@ export class SensorModels {
     for (const p of this.adcPins) this.gpio.detach(p);
   }
 
+  /** An INA219 entry: the chip at its address (shared by its entries), measuring the loads through it. */
+  private attachIna219(d: Ina219SensorDef, supply: Supply): void {
+    let chip = this.chips.get(d.address);
+    if (!chip) {
+      const c = new Ina219Chip();
+      c.now = () => this.clock.now();
+      const ids = (): string[] => c.defs.map((x) => x.id);
+      const cur = (): string | undefined => c.defs.find((x) => x.quantity === 'current')?.id ?? c.defs[0]?.id;
+      c.world = {
+        fault: () => {
+          for (const id of ids()) if (this.faults.has(id)) return this.faults.get(id);
+          return undefined;
+        },
+        powered: () => supply.on(),
+        amps: () => (cur() !== undefined ? this.amps(cur()!) : 0),
+        volts: () => this.value(c.defs.find((x) => x.quantity === 'voltage')?.id, DEFAULT_BUS_V),
+        rng: this.rng,
+        observed: (good: boolean) => {
+          for (const x of c.defs) this.observed(x.id, good, x.quantity === 'current' ? this.amps(x.id) : null);
+        },
+      };
+      this.chips.set(d.address, (chip = c));
+    }
+    if (chip instanceof Ina219Chip) chip.defs.push(d);
+  }
+
   private attachAdc(d: AdcSensorDef, supply: Supply): void {
     let last: number | undefined;
     this.adcPins.push(d.pin);
     this.gpio.attach(d.pin, {
       analog: () => {
         const f = this.faults.get(d.id);
+        const amps = this.amps(d.id);
+        this.observed(d.id, f !== 'unplugged' && supply.on(), d.unit === 'A' ? amps : null);
         if (f === 'unplugged' || !supply.on()) return 0;
         if (f === 'stuck' && last !== undefined) return last;
-        const amps = this.value(d.id, 0);
         const noise = gauss(this.rng) * ADC_NOISE * (f === 'noisy' ? 40 : 1);
         const raw = Math.max(0, Math.min(1, (amps - d.offset) / d.scale + noise));
         last = Math.round(raw * 4095) / 4095;

@@ -71,7 +71,9 @@ export function registerPrompts(server: McpServer, core: HostCore): void {
       const fb = r
         ? r.feedback.kind === 'aux_contact'
           ? `Channel ${r.ch}${r.label ? ` ("${r.label}")` : ''} has an auxiliary contact: a success is state "completed" with evidence "aux_contact".`
-          : r.feedback.kind === 'pin_readback'
+          : r.feedback.kind === 'load_current'
+            ? `Channel ${r.ch}${r.label ? ` ("${r.label}")` : ''} is proven by its load current (sensor ${r.feedback.sensor}): a success is state "completed" with evidence "load_current"; "failed" NO_FEEDBACK means the coil switched but the load drew no current.`
+            : r.feedback.kind === 'pin_readback'
             ? `Channel ${r.ch}${r.label ? ` ("${r.label}")` : ''} is only read back at the MCU pin: "completed" with evidence "pin_readback" proves the pin, not the load.`
             : `Channel ${r.ch}${r.label ? ` ("${r.label}")` : ''} is observed by NOTHING: expect state "unverified" — the command was executed but nobody can confirm the relay moved.`
         : '';

@@ -102,7 +102,7 @@ export const DeviceViewSchema = z.object({
         id: z.string(),
         label: z.string().nullable(),
         unit: z.string(),
-        kind: z.enum(['sht3x', 'adc']),
+        kind: z.enum(['sht3x', 'ina219', 'adc']),
         max_age_ms: z.number(),
         value: z.number().nullable().describe('the last reading; null unless status is "ok"'),
         status: z.string().describe('"ok", BUS_NAK, SENSOR_CRC, OUT_OF_RANGE, SENSOR_STALE (older than max_age_ms) or "none" (not read since boot)'),

@@ -2,6 +2,7 @@
 // assistants, clients that drop structuredContent) read only the text block, so it must say on
 // its own what happened, what confirmed it, and what to tell the person or do next.
 import { kindOf } from '@proofrig/protocol/kinds';
+import { loadAmpsOf } from '@proofrig/protocol';
 import type { CommandStatus } from '../core/command-view.js';
 import type { DeviceView } from '../core/devices.js';
 
@@ -14,6 +15,7 @@ const EVIDENCE_WORDS: Record<string, string> = {
   pin_readback: 'only the output pin was read back (the relay contact itself is not observed)',
   encoder: 'the encoder measured the position',
   sensor: 'the sensor answered with a checked, plausible reading',
+  load_current: 'verified by its load current',
   none: 'nothing observed it',
 };
 
@@ -24,6 +26,10 @@ export function summarizeCommand(s: CommandStatus): string {
   const detail = s.detail ? ` ${s.detail}` : '';
   switch (s.state) {
     case 'completed':
+      if (s.evidence === 'load_current') {
+        const amps = loadAmpsOf(s.detail);
+        return `${head}DONE and verified by its load current${amps !== null ? ` (${amps} A)` : ''}.${detail}`;
+      }
       return `${head}DONE and verified: ${EVIDENCE_WORDS[s.evidence ?? 'none'] ?? s.evidence}.${pos}${detail}`;
     case 'unverified':
       return `${head}executed, but NOT verified: this output has no feedback, so nobody knows whether it really switched. Tell the person it is unconfirmed.${detail}`;

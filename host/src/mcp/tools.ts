@@ -68,7 +68,7 @@ function unknownOrPruned(core: HostCore, commandId: string): CallToolResult {
 // The outcome semantics once, in the server's instructions; each tool's description says only
 // what is its own (descriptions are read into small contexts such as xiaozhi's).
 const OUTCOME =
-  'Outcome semantics: completed = executed AND confirmed by evidence (aux_contact: a feedback contact followed; pin_readback: only the MCU pin was read back; encoder; home_switch); ' +
+  'Outcome semantics: completed = executed AND confirmed by evidence (aux_contact: a feedback contact followed; pin_readback: only the MCU pin was read back; load_current: the load drew its current; encoder; home_switch); ' +
   'unverified = executed on an output nothing observes (not a success claim); failed = tried and the evidence contradicts, or the device rebooted (see error_code); ' +
   'rejected = refused before anything moved; timeout = no evidence by the deadline even after asking the device: outcome UNKNOWN, not failed.';
 

@@ -7,7 +7,7 @@ export const RELAY_SET: ActionKind = {
   action: 'relay.set',
   motion: false,
   target: 'relay',
-  evidence: ['aux_contact', 'pin_readback'],
+  evidence: ['aux_contact', 'pin_readback', 'load_current'],
   check: checkRelaySetArgs,
   timing(args, board) {
     const relay = findRelay(board, args.ch as number)!;
