@@ -5,6 +5,7 @@ export * from './device-state.js';
 export * from './board.js';
 export * from './board-check.js';
 export * from './sensors.js';
+export * from './pwm.js';
 export * from './actions.js';
 export * from './constants.js';
 export * from './seal.js';

@@ -26,7 +26,7 @@ export function isTerminal(s: LifecycleState): s is TerminalState {
 export const DEVICE_RESULT_STATES = ['completed', 'unverified', 'failed', 'rejected', 'cancelled'] as const;
 export type DeviceResultState = (typeof DEVICE_RESULT_STATES)[number];
 
-export const EVIDENCE_KINDS = ['pin_readback', 'aux_contact', 'encoder', 'sensor', 'none'] as const;
+export const EVIDENCE_KINDS = ['pin_readback', 'aux_contact', 'encoder', 'sensor', 'tachometer', 'none'] as const;
 export type Evidence = (typeof EVIDENCE_KINDS)[number];
 
 /** What each state means and does not mean; the README table and the MCP tool descriptions come from here. */
@@ -89,6 +89,10 @@ export const EVIDENCE_MEANING: Record<Evidence, { means: string; does_not_mean: 
   sensor: {
     means: 'The sensor answered on its bus with data whose checksum matched and whose value lies in the plausible range of the board.',
     does_not_mean: 'That the sensor is calibrated or measures what it should (a sensor hanging in the wrong place still reads).',
+  },
+  tachometer: {
+    means: 'The fan\'s tachometer pulses, counted after its spin-up time, gave a speed within the board\'s tolerance of the speed its curve expects at that duty (or, at duty 0, a stopped fan).',
+    does_not_mean: 'That air moves as it should (a fan spinning in a blocked duct still turns), or that the curve of the board matches this fan.',
   },
   none: {
     means: 'Nothing observed the outcome.',
