@@ -86,6 +86,7 @@ export const RULES = Object.freeze({
   'require-module': 'require() of a non-literal, a Node built-in or a module outside the allow-list',
   'process-member': 'process members other than memory, version, env',
   'use-before-define': 'a name used before its definition runs (no hoisting on Espruino)',
+  'keyword-name': 'an identifier named `of` (a keyword to Espruino\'s lexer)',
 });
 
 

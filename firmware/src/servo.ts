@@ -37,7 +37,7 @@ function run(slot: number, p: Record<string, unknown>, done: Done): void {
   const i = IDS.indexOf(p.id as string);
   const s = SV[i];
   const deg = p.deg as number;
-  const us = Math.round(servoPulseUs(s, deg));
+  const us = servoPulseUs(s, deg);
   pinPwmDuty(s.pin, (us * s.freq_hz) / 1e6, SO[i]);
   const from = DEG[i];
   const mv = servoMoveMs(s, from, deg);
@@ -45,7 +45,7 @@ function run(slot: number, p: Record<string, unknown>, done: Done): void {
   MV[i] = mv;
   AT[i] = upMs();
   done(slot, 'unverified', 'none', false, undefined,
-    s.id + ' (GPIO' + s.pin + '): ' + us + ' us pulses at ' + s.freq_hz + ' Hz for ' + deg + ' deg; the move needs ' + mv + ' ms at ' + s.deg_per_s + ' deg/s ' +
+    s.id + ' (GPIO' + s.pin + '): ' + Math.round(us) + ' us pulses at ' + s.freq_hz + ' Hz for ' + deg + ' deg; the move needs ' + mv + ' ms at ' + s.deg_per_s + ' deg/s ' +
       (from === null ? '(from an unknown angle: the whole range)' : 'from ' + from + ' deg') + '; nothing reports where the servo is, so it is not verified');
 }
 

@@ -18,6 +18,9 @@ export class SyntaxRules {
       const parent = ancestors[ancestors.length - 1];
       switch (node.type) {
         case 'Identifier': {
+          // Espruino's lexer reads `of` as its for...of keyword wherever it stands, so a function or
+          // variable a minifier named `of` is "SyntaxError: Got of expected ID" at boot.
+          if (node.name === 'of') this.report('keyword-name', node, '`of` is a keyword to Espruino\'s lexer, not a name: "Got of expected ID" (the firmware build renames minified names away from it, firmware/tsup.config.ts)');
           if (type !== 'Identifier') break;
           const ref = { node, ancestors, binding: null };
           this.refs.push(ref);

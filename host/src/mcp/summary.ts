@@ -14,6 +14,7 @@ const EVIDENCE_WORDS: Record<string, string> = {
   pin_readback: 'only the output pin was read back (the relay contact itself is not observed)',
   encoder: 'the encoder measured the position',
   sensor: 'the sensor answered with a checked, plausible reading',
+  tachometer: 'the fan\'s tachometer measured the expected speed',
   none: 'nothing observed it',
 };
 
@@ -57,7 +58,9 @@ export function summarizeDevice(d: DeviceView): string {
     const relays = d.state.relays.map((r) => `channel ${r.ch} ${r.cmd === null ? 'never switched' : r.cmd ? 'on' : 'off'}`).join(', ');
     const axes = (d.state.axes ?? []).map((a) => `axis ${a.axis} at ${a.pos} mm${a.homed ? '' : ' (not homed)'}${a.moving ? ' moving' : ''}${a.fault ? ' FAULT' : ''}`).join(', ');
     const sensors = (d.state.sensors ?? []).map((s) => `${s.id} ${s.st === 'ok' ? s.v : s.st === 'none' ? 'not read yet' : s.st}`).join(', ');
-    parts.push(`${[relays, axes, sensors].filter(Boolean).join('; ')}${age}.`);
+    const fans = (d.state.fans ?? []).map((f) => `fan ${f.id} ${f.duty} %${f.rpm === null ? '' : ` (${f.rpm} rpm measured)`}`).join(', ');
+    const servos = (d.state.servos ?? []).map((s) => `servo ${s.id} ${s.deg === null ? 'not driven' : `sent to ${s.deg}° (unverified)`}`).join(', ');
+    parts.push(`${[relays, axes, sensors, fans, servos].filter(Boolean).join('; ')}${age}.`);
   }
   return parts.join(' ');
 }
