@@ -5,7 +5,7 @@
 // servo models with the fan faults.
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { checkBoard, checkFanSetArgs, checkServoSetArgs, fanExpectedRpm, servoMoveMs, servoPulseUs, type BoardDef, type FanDef, type ServoDef } from '@proofrig/protocol';
+import { checkBoard, PWM, type BoardDef, type FanDef, type ServoDef } from '@proofrig/protocol';
 import { KINDS } from '@proofrig/protocol/kinds';
 import { VirtualClock } from '@proofrig/protocol/clock';
 import { resolveFault } from '@proofrig/sim';
@@ -105,14 +105,14 @@ describe('what a fan and a servo are expected to do', () => {
   const vent = board.pwm![1] as ServoDef;
 
   it('a fan turns at the speed its curve gives, linear between the points; below the first point it is not expected to run', () => {
-    expect(fanExpectedRpm(fan.tach!, 60)).toBe(2400);
-    expect(fanExpectedRpm(fan.tach!, 100)).toBe(4000);
-    expect(fanExpectedRpm(fan.tach!, 0)).toBe(0);
-    expect(fanExpectedRpm(fan.tach!, 10)).toBe(-1);
-    expect(checkFanSetArgs({ id: 'fan', duty: 10 }, board)).toBe('duty 10 % is below 20 %, the lowest duty fan is known to run at (its curve); use 0 to stop it or at least 20');
-    expect(checkFanSetArgs({ id: 'fan', duty: 100.5 }, board)).toBe('duty must be a number 0..100 (percent; 0 stops the fan), got 100.5');
-    expect(checkFanSetArgs({ id: 'vent', duty: 50 }, board)).toBe('fan "vent" does not exist on climate-rig; fans: fan');
-    expect(checkFanSetArgs({ id: 'fan', duty: 0 }, board)).toBeNull();
+    expect(PWM.fanRpm(fan.tach!, 60)).toBe(2400);
+    expect(PWM.fanRpm(fan.tach!, 100)).toBe(4000);
+    expect(PWM.fanRpm(fan.tach!, 0)).toBe(0);
+    expect(PWM.fanRpm(fan.tach!, 10)).toBe(-1);
+    expect(PWM.checkFan({ id: 'fan', duty: 10 }, board)).toBe('duty 10 % is below 20 %, the lowest duty fan is known to run at (its curve); use 0 to stop it or at least 20');
+    expect(PWM.checkFan({ id: 'fan', duty: 100.5 }, board)).toBe('duty must be a number 0..100 (percent; 0 stops the fan), got 100.5');
+    expect(PWM.checkFan({ id: 'vent', duty: 50 }, board)).toBe('fan "vent" does not exist on climate-rig; fans: fan');
+    expect(PWM.checkFan({ id: 'fan', duty: 0 }, board)).toBeNull();
   });
 
   it("fan.set's deadline covers spin-up and the window; servo.set's is the pulse write alone", () => {
@@ -122,12 +122,12 @@ describe('what a fan and a servo are expected to do', () => {
   });
 
   it('a servo move takes |Δangle| / deg_per_s, the whole range from an unknown angle; its pulse is linear in the angle', () => {
-    expect(servoMoveMs(vent, 90, 30)).toBe(200);
-    expect(servoMoveMs(vent, null, 30)).toBe(600);
-    expect(servoPulseUs(vent, 0)).toBe(500);
-    expect(servoPulseUs(vent, 90)).toBe(1500);
-    expect(checkServoSetArgs({ id: 'vent', deg: -1 }, board)).toBe('deg must be a number 0..180 (the angle range of vent), got -1');
-    expect(checkServoSetArgs({ id: 'fan', deg: 10 }, board)).toBe('servo "fan" does not exist on climate-rig; servos: vent');
+    expect(PWM.moveMs(vent, 90, 30)).toBe(200);
+    expect(PWM.moveMs(vent, null, 30)).toBe(600);
+    expect(PWM.pulseUs(vent, 0)).toBe(500);
+    expect(PWM.pulseUs(vent, 90)).toBe(1500);
+    expect(PWM.checkServo({ id: 'vent', deg: -1 }, board)).toBe('deg must be a number 0..180 (the angle range of vent), got -1');
+    expect(PWM.checkServo({ id: 'fan', deg: 10 }, board)).toBe('servo "fan" does not exist on climate-rig; servos: vent');
   });
 });
 

@@ -10,13 +10,13 @@ import { RELAY_SET, relayInit, relayState } from './relay';
 import { ESTOP_CLEAR, estopPoll, interlockInit, latched } from './interlock';
 import { STEPPER_HOME, STEPPER_MOVE, STOP, stepperInit, stepperState } from './stepper';
 import { SENSOR_READ, sensorInit, sensorState } from './sensor';
-import { FAN_SET, fanCount, fanInit, fanState } from './fan';
-import { SERVO_SET, servoCount, servoInit, servoState } from './servo';
+import { FANS } from './fan';
+import { SERVOS } from './servo';
 import { nowMs, upMs } from './clock';
 import { sessionSend, sessionSendJson, sessionUp } from './session';
 
 /** Actions by name. */
-const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP, ESTOP_CLEAR, SENSOR_READ, FAN_SET, SERVO_SET];
+const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP, ESTOP_CLEAR, SENSOR_READ, FANS.act, SERVOS.act];
 /** Their names, in the same order (a native indexOf finds one). */
 const NAMES: string[] = [];
 for (let k = 0; k < ACTIONS.length; k++) NAMES.push(ACTIONS[k].n);
@@ -56,8 +56,8 @@ export function execInit(b: BoardDef): void {
   stepperInit(b, finish, prog);
   interlockInit(b, event);
   sensorInit(b, finish);
-  fanInit(b, finish);
-  servoInit(b);
+  FANS.init(b, finish);
+  SERVOS.init(b);
 }
 
 /** Relays always; `axes` only on a board with steppers, so relay-only snapshots stay as they were. */
@@ -67,8 +67,8 @@ export function snapshot(): DeviceState {
   if (B && B.estop) s.estop = latched();
   if (B && B.sensors && B.sensors.length) s.sensors = sensorState();
   if (B && B.pwm) {
-    if (fanCount()) s.fans = fanState();
-    if (servoCount()) s.servos = servoState();
+    if (FANS.n()) s.fans = FANS.state();
+    if (SERVOS.n()) s.servos = SERVOS.state();
   }
   return s;
 }

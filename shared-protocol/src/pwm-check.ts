@@ -5,7 +5,7 @@
 // and a measurement window long enough to count pulses at its lowest speed. Called by checkBoard.
 import { echo } from './check.js';
 import { MAX_LABEL_LENGTH } from './constants.js';
-import { DEFAULT_MEASURE_MS, ESPRUINO_LEDC_BITS, LEDC_CLOCK_HZ } from './pwm.js';
+import { ESPRUINO_LEDC_BITS, LEDC_CLOCK_HZ, PWM } from './pwm.js';
 
 /** GPIOs an ESP32 (WROOM/WROVER module) can use at all (as in board-check.ts). */
 const GPIO = [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 25, 26, 27, 32, 33, 34, 35, 36, 39];
@@ -92,8 +92,8 @@ function checkFan(p: Obj, at: string, errors: string[], claim: Claim): void {
   if (!isInt(t.pulses_per_rev) || t.pulses_per_rev < 1 || t.pulses_per_rev > 8) errors.push(`${ta}.pulses_per_rev: must be a whole number 1..8 (2 on almost every PC fan)`);
   if (!isNum(t.tolerance_pct) || t.tolerance_pct < 1 || t.tolerance_pct > 50) errors.push(`${ta}.tolerance_pct: must be a percentage 1..50 (how far the measured speed may be from the curve's)`);
   if (!isMs(t.spin_up_ms)) errors.push(`${ta}.spin_up_ms: must be a number of ms (1..600000): the time the speed needs to settle after a duty change`);
-  const measure = t.measure_ms === undefined ? DEFAULT_MEASURE_MS : t.measure_ms;
-  if (!isMs(measure)) errors.push(`${ta}.measure_ms: must be a number of ms (1..600000), or absent for ${DEFAULT_MEASURE_MS}`);
+  const measure = t.measure_ms === undefined ? PWM.defaultMeasureMs : t.measure_ms;
+  if (!isMs(measure)) errors.push(`${ta}.measure_ms: must be a number of ms (1..600000), or absent for ${PWM.defaultMeasureMs}`);
   const c = t.curve;
   if (!Array.isArray(c) || c.length < 2 || c.length > 8) return void errors.push(`${ta}.curve: must list 2..8 points {duty, rpm} in ascending duty`);
   for (let k = 0; k < c.length; k++) {

@@ -1,6 +1,9 @@
 // PWM outputs (the ESP32's LEDC, driven with Espruino's analogWrite): a fan whose speed is proven
 // by its tachometer (action fan.set), and a hobby servo that has no feedback (action servo.set, which
-// can only end unverified). The firmware bundles this file: ES5-compatible code only.
+// can only end unverified). The firmware bundles this file: ES5-compatible code only. The rules the
+// firmware uses are members of one object, PWM, not top-level functions: on Espruino every name at
+// the bundle's top level makes each lookup of the names after it slower (its scopes are lists
+// searched in order), and ten more of them cost a relay command measurably (docs/pwm.md).
 import type { BoardDef, Gpio, Ms } from './board.js';
 import { echo } from './check.js';
 
@@ -105,83 +108,91 @@ export interface ServoSetArgs {
 export const LEDC_CLOCK_HZ = 80000000;
 /** Espruino's ESP32 port drives LEDC at this duty resolution. */
 export const ESPRUINO_LEDC_BITS = 10;
-/** Tach measurement window when the board gives none, ms. */
-export const DEFAULT_MEASURE_MS = 500;
-/** A fan counts as stopped below this fraction of its curve's lowest speed. */
-export const FAN_STOPPED_FRACTION = 0.1;
 
-export function findPwm(board: BoardDef, id: string): PwmDef | undefined {
-  const s = board.pwm || [];
-  for (let i = 0; i < s.length; i++) if (s[i].id === id) return s[i];
-  return undefined;
-}
-
-/** A PWM output of one kind by id or label (case-insensitive); undefined when none matches. */
-export function pwmByName(board: BoardDef, kind: 'fan' | 'servo', key: string): PwmDef | undefined {
-  const k = key.trim().toLowerCase();
-  const s = board.pwm || [];
-  for (let i = 0; i < s.length; i++)
-    if (s[i].kind === kind && (s[i].id === k || (s[i].label !== undefined && s[i].label!.toLowerCase() === k))) return s[i];
-  return undefined;
-}
-
-function pwmList(board: BoardDef, kind: string): string {
+function list(board: BoardDef, kind: string): string {
   const s = board.pwm || [];
   const o: string[] = [];
   for (let i = 0; i < s.length; i++) if (s[i].kind === kind) o.push(s[i].id);
   return o.length ? o.join(', ') : 'none';
 }
 
-/** The speed a fan is expected to turn at a duty, rpm: 0 at duty 0, linear between curve points; -1 below the curve (not expected to run). */
-export function fanExpectedRpm(t: FanTachDef, duty: number): number {
-  const c = t.curve;
-  if (duty === 0) return 0;
-  if (duty < c[0].duty) return -1;
-  for (let i = 1; i < c.length; i++)
-    if (duty <= c[i].duty) return c[i - 1].rpm + ((c[i].rpm - c[i - 1].rpm) * (duty - c[i - 1].duty)) / (c[i].duty - c[i - 1].duty);
-  return c[c.length - 1].rpm;
-}
+export const PWM = {
+  /** Tach measurement window when the board gives none, ms. */
+  defaultMeasureMs: 500,
+  /** A fan counts as stopped below this fraction of its curve's lowest speed. */
+  stoppedFraction: 0.1,
 
-/** Below this measured speed a fan counts as stopped, rpm. */
-export function fanStoppedRpm(t: FanTachDef): number {
-  return t.curve[0].rpm * FAN_STOPPED_FRACTION;
-}
+  find(board: BoardDef, id: string): PwmDef | undefined {
+    const s = board.pwm || [];
+    for (let i = 0; i < s.length; i++) if (s[i].id === id) return s[i];
+    return undefined;
+  },
 
-/** Worst case of a fan.set on the device, ms: spin-up (or down), then the measurement window. */
-export function fanWorstMs(f: FanDef): number {
-  return f.tach ? f.tach.spin_up_ms + (f.tach.measure_ms || DEFAULT_MEASURE_MS) : 0;
-}
+  /** A PWM output of one kind by id or label (case-insensitive); undefined when none matches. */
+  byName(board: BoardDef, kind: 'fan' | 'servo', key: string): PwmDef | undefined {
+    const k = key.trim().toLowerCase();
+    const s = board.pwm || [];
+    for (let i = 0; i < s.length; i++)
+      if (s[i].kind === kind && (s[i].id === k || (s[i].label !== undefined && s[i].label!.toLowerCase() === k))) return s[i];
+    return undefined;
+  },
 
-/** Time a servo needs to turn from `from` (null: unknown, so the whole range) to `to`, ms. */
-export function servoMoveMs(s: ServoDef, from: number | null, to: number): number {
-  const d = from === null ? s.angle_deg.max - s.angle_deg.min : Math.abs(to - from);
-  return Math.ceil((d / s.deg_per_s) * 1000);
-}
+  /** The speed a fan is expected to turn at a duty, rpm: 0 at duty 0, linear between curve points; -1 below the curve (not expected to run). */
+  fanRpm(t: FanTachDef, duty: number): number {
+    const c = t.curve;
+    if (duty === 0) return 0;
+    if (duty < c[0].duty) return -1;
+    for (let i = 1; i < c.length; i++)
+      if (duty <= c[i].duty) return c[i - 1].rpm + ((c[i].rpm - c[i - 1].rpm) * (duty - c[i - 1].duty)) / (c[i].duty - c[i - 1].duty);
+    return c[c.length - 1].rpm;
+  },
 
-/** The pulse width for an angle, µs (linear between the board's ends). */
-export function servoPulseUs(s: ServoDef, deg: number): number {
-  return s.pulse_us.min + ((s.pulse_us.max - s.pulse_us.min) * (deg - s.angle_deg.min)) / (s.angle_deg.max - s.angle_deg.min);
-}
+  /** Below this measured speed a fan counts as stopped, rpm. */
+  stoppedRpm(t: FanTachDef): number {
+    return t.curve[0].rpm * PWM.stoppedFraction;
+  },
 
-/** null when the arguments name a fan of this board and a duty it can run at, else the INVALID_ARGS reason. */
-export function checkFanSetArgs(p: Record<string, unknown>, board: BoardDef): string | null {
-  if (typeof p.id !== 'string') return 'id must be a string (fans: ' + pwmList(board, 'fan') + ')';
-  const f = findPwm(board, p.id);
-  if (!f || f.kind !== 'fan') return 'fan ' + echo(p.id) + ' does not exist on ' + board.id + '; fans: ' + pwmList(board, 'fan');
-  const d = p.duty;
-  if (typeof d !== 'number' || !(d >= 0 && d <= 100)) return 'duty must be a number 0..100 (percent; 0 stops the fan), got ' + echo(d);
-  if (f.tach && fanExpectedRpm(f.tach, d) < 0)
-    return 'duty ' + d + ' % is below ' + f.tach.curve[0].duty + ' %, the lowest duty ' + f.id + ' is known to run at (its curve); use 0 to stop it or at least ' + f.tach.curve[0].duty;
-  return null;
-}
+  /** The tach's counting window, ms. */
+  windowMs(t: FanTachDef): number {
+    return t.measure_ms || PWM.defaultMeasureMs;
+  },
 
-/** null when the arguments name a servo of this board and an angle inside its range, else the INVALID_ARGS reason. */
-export function checkServoSetArgs(p: Record<string, unknown>, board: BoardDef): string | null {
-  if (typeof p.id !== 'string') return 'id must be a string (servos: ' + pwmList(board, 'servo') + ')';
-  const s = findPwm(board, p.id);
-  if (!s || s.kind !== 'servo') return 'servo ' + echo(p.id) + ' does not exist on ' + board.id + '; servos: ' + pwmList(board, 'servo');
-  const d = p.deg;
-  if (typeof d !== 'number' || !(d >= s.angle_deg.min && d <= s.angle_deg.max))
-    return 'deg must be a number ' + s.angle_deg.min + '..' + s.angle_deg.max + ' (the angle range of ' + s.id + '), got ' + echo(d);
-  return null;
-}
+  /** Worst case of a fan.set on the device, ms: spin-up (or down), then the measurement window. */
+  fanWorstMs(f: FanDef): number {
+    return f.tach ? f.tach.spin_up_ms + PWM.windowMs(f.tach) : 0;
+  },
+
+  /** Time a servo needs to turn from `from` (null: unknown, so the whole range) to `to`, ms. */
+  moveMs(s: ServoDef, from: number | null, to: number): number {
+    const d = from === null ? s.angle_deg.max - s.angle_deg.min : Math.abs(to - from);
+    return Math.ceil((d / s.deg_per_s) * 1000);
+  },
+
+  /** The pulse width for an angle, µs (linear between the board's ends). */
+  pulseUs(s: ServoDef, deg: number): number {
+    return s.pulse_us.min + ((s.pulse_us.max - s.pulse_us.min) * (deg - s.angle_deg.min)) / (s.angle_deg.max - s.angle_deg.min);
+  },
+
+  /** null when the arguments name a fan of this board and a duty it can run at, else the INVALID_ARGS reason. */
+  checkFan(p: Record<string, unknown>, board: BoardDef): string | null {
+    if (typeof p.id !== 'string') return 'id must be a string (fans: ' + list(board, 'fan') + ')';
+    const f = PWM.find(board, p.id);
+    if (!f || f.kind !== 'fan') return 'fan ' + echo(p.id) + ' does not exist on ' + board.id + '; fans: ' + list(board, 'fan');
+    const d = p.duty;
+    if (typeof d !== 'number' || !(d >= 0 && d <= 100)) return 'duty must be a number 0..100 (percent; 0 stops the fan), got ' + echo(d);
+    if (f.tach && PWM.fanRpm(f.tach, d) < 0)
+      return 'duty ' + d + ' % is below ' + f.tach.curve[0].duty + ' %, the lowest duty ' + f.id + ' is known to run at (its curve); use 0 to stop it or at least ' + f.tach.curve[0].duty;
+    return null;
+  },
+
+  /** null when the arguments name a servo of this board and an angle inside its range, else the INVALID_ARGS reason. */
+  checkServo(p: Record<string, unknown>, board: BoardDef): string | null {
+    if (typeof p.id !== 'string') return 'id must be a string (servos: ' + list(board, 'servo') + ')';
+    const s = PWM.find(board, p.id);
+    if (!s || s.kind !== 'servo') return 'servo ' + echo(p.id) + ' does not exist on ' + board.id + '; servos: ' + list(board, 'servo');
+    const d = p.deg;
+    if (typeof d !== 'number' || !(d >= s.angle_deg.min && d <= s.angle_deg.max))
+      return 'deg must be a number ' + s.angle_deg.min + '..' + s.angle_deg.max + ' (the angle range of ' + s.id + '), got ' + echo(d);
+    return null;
+  },
+};

@@ -8,7 +8,7 @@
 // its tach wire is off: the input sits at its pull-up), tach_noise (a glitch after about every
 // second pulse on the tach line: an extra falling edge the firmware counts).
 import type { BoardDef, FanDef, ServoDef } from '@proofrig/protocol';
-import { fanExpectedRpm, servoPulseUs } from '@proofrig/protocol';
+import { PWM } from '@proofrig/protocol';
 import type { Clock, TimerHandle } from '@proofrig/protocol/clock';
 import type { Gpio, Level } from './gpio.js';
 import type { Rng } from './prng.js';
@@ -77,7 +77,7 @@ class FanModel {
     const pwm = g.isPowered ? g.pwm(this.def.pin) : undefined;
     this.duty = pwm ? Math.round(pwm.duty * 1000) / 10 : 0;
     const t = this.def.tach;
-    const want = t ? fanExpectedRpm(t, this.duty) : (this.duty / 100) * UNTACHED_RPM;
+    const want = t ? PWM.fanRpm(t, this.duty) : (this.duty / 100) * UNTACHED_RPM;
     this.target = Math.max(0, want);
     this.schedule();
   }
@@ -167,8 +167,8 @@ class ServoModel {
     if (!pwm || pwm.duty <= 0 || pwm.freq <= 0) return void (this.target = null);
     const us = (pwm.duty * 1e6) / pwm.freq;
     const d = this.def;
-    const lo = servoPulseUs(d, d.angle_deg.min);
-    const hi = servoPulseUs(d, d.angle_deg.max);
+    const lo = PWM.pulseUs(d, d.angle_deg.min);
+    const hi = PWM.pulseUs(d, d.angle_deg.max);
     const clamped = Math.max(Math.min(lo, hi), Math.min(Math.max(lo, hi), us));
     this.target = d.angle_deg.min + ((clamped - lo) * (d.angle_deg.max - d.angle_deg.min)) / (hi - lo);
   }

@@ -1,6 +1,6 @@
 // The fan kind: fan.set writes a fan's PWM duty and, with a tachometer, reports evidence
 // `tachometer` only when the speed measured after spin-up is within tolerance of its curve (pwm.ts).
-import { checkFanSetArgs, fanWorstMs, findPwm, type FanDef } from '../pwm.js';
+import { PWM, type FanDef } from '../pwm.js';
 import type { ActionKind } from './kind.js';
 
 export const FAN_SET: ActionKind = {
@@ -8,9 +8,9 @@ export const FAN_SET: ActionKind = {
   motion: false,
   target: 'device',
   evidence: ['tachometer'],
-  check: checkFanSetArgs,
+  check: PWM.checkFan,
   timing(args, board) {
-    const ms = fanWorstMs(findPwm(board, args.id as string) as FanDef);
+    const ms = PWM.fanWorstMs(PWM.find(board, args.id as string) as FanDef);
     return { worstMs: ms, expectedMs: ms };
   },
   phrase: (a, dev) => `set fan ${String(a.id)} of ${dev} to ${String(a.duty)} %`,

@@ -1,6 +1,6 @@
 // The servo kind: servo.set writes a hobby servo's pulse. Nothing reports where the horn is, so it
 // ends `unverified` with the time the move needs, never `completed` (pwm.ts).
-import { checkServoSetArgs } from '../pwm.js';
+import { PWM } from '../pwm.js';
 import type { ActionKind } from './kind.js';
 
 export const SERVO_SET: ActionKind = {
@@ -8,7 +8,7 @@ export const SERVO_SET: ActionKind = {
   motion: false,
   target: 'device',
   evidence: [],
-  check: checkServoSetArgs,
+  check: PWM.checkServo,
   // The device answers once the pulse is written; the move itself runs on after that.
   timing: () => ({ worstMs: 0, expectedMs: 0 }),
   phrase: (a, dev) => `turn servo ${String(a.id)} of ${dev} to ${String(a.deg)}°`,

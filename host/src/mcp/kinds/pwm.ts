@@ -3,7 +3,7 @@
 // measurement take a few seconds) and its first text line says what was measured, or why not.
 import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { fanExpectedRpm, ID_CHARS, ID_RULE, MAX_ID_LENGTH, MAX_LABEL_LENGTH, pwmByName, type BoardDef, type FanDef, type PwmDef, type ServoDef } from '@proofrig/protocol';
+import { ID_CHARS, ID_RULE, MAX_ID_LENGTH, MAX_LABEL_LENGTH, PWM, type BoardDef, type FanDef, type PwmDef, type ServoDef } from '@proofrig/protocol';
 import { FAN_SET, SERVO_SET } from '@proofrig/protocol/kinds';
 import type { CommandStatus } from '../../core/command-view.js';
 import { CommandStatusSchema } from '../schemas.js';
@@ -44,7 +44,7 @@ function resolve(ctx: ToolContext, kind: Kind, a: { name?: string; device_id?: s
     if (!b) return { error: `no device "${a.device_id}" is provisioned and exposed here` };
     const key = a.key ?? a.name;
     if (key === undefined) return { error: `say which ${kind}: ${kind} (its id or label) with device_id, or name alone` };
-    const p = pwmByName(b, kind, key);
+    const p = PWM.byName(b, kind, key);
     const all = (b.pwm ?? []).filter((x) => x.kind === kind);
     if (!p) return { error: `device ${a.device_id} has no ${kind} "${key}"; ${kind}s: ${all.map((x) => x.id + (x.label ? ` ("${x.label}")` : '')).join(', ') || 'none'}` };
     return { dev: a.device_id, p };
@@ -53,7 +53,7 @@ function resolve(ctx: ToolContext, kind: Kind, a: { name?: string; device_id?: s
   const hits: { dev: string; p: PwmDef }[] = [];
   for (const id of ctx.scope.ids()) {
     const b = visible(id);
-    const p = b && pwmByName(b, kind, a.name);
+    const p = b && PWM.byName(b, kind, a.name);
     if (p) hits.push({ dev: id, p });
   }
   if (hits.length === 1) return hits[0]!;
@@ -79,7 +79,7 @@ export function fanSentence(dev: string, f: FanDef, duty: number, c: CommandStat
     if (c.state === 'completed') return `${who} stopped (its tachometer measured ${rpm} rpm at 0 %): DONE and verified by its tachometer.`;
     return `${who} did NOT stop: its tachometer still measured ${rpm} rpm after ${t.spin_up_ms} ms at 0 %: FAILED (NO_FEEDBACK). Read the device state before trying again.`;
   }
-  const want = `expected ${n(fanExpectedRpm(t, duty))} ±${t.tolerance_pct} %`;
+  const want = `expected ${n(PWM.fanRpm(t, duty))} ±${t.tolerance_pct} %`;
   if (c.state === 'completed') return `${who} runs at ${rpm} rpm (${want}) at ${duty} %: DONE and verified by its tachometer.`;
   const why = st.rpm === 0 ? 'no tach pulses: stalled, unplugged or without power' : 'outside the tolerance of its curve';
   return `${who} was set to ${duty} % but its tachometer measured ${rpm} rpm (${want}): FAILED (NO_FEEDBACK), ${why}. Read the device state before trying again.`;
