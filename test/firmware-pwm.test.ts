@@ -74,6 +74,27 @@ describe('fan.set in the firmware', () => {
     expect(res!.s.fans[0].rpm).toBeLessThan(600);
   });
 
+  it('watches the tach only while its window is open, and counts only the edges inside it however late its timer runs', () => {
+    const { rig, s } = boot();
+    const tachWatches = () => rig.watches.filter((w) => w.pin === TACH).length;
+    expect(tachWatches()).toBe(0);
+    rig.send(s, fanSet('f1', 60));
+    spin(rig, 2400, 1500);
+    expect(tachWatches()).toBe(1);
+    spin(rig, 2400, 495);
+    // The main loop busy across the window's end: its timer runs 200 ms late while the fan turns on.
+    const quarter = 60000 / 2400 / 4;
+    for (let t = 0; t < 200; t += quarter) {
+      rig.stall(quarter);
+      rig.input(TACH, rig.pins[TACH] ? 0 : 1);
+    }
+    rig.advance(1);
+    const res = recv(rig, s).find((f) => f.t === 'res' && f.rid === 'f1');
+    expect(res).toMatchObject({ st: 'completed', s: { fans: [{ rpm: 2400 }] } });
+    expect(res!.msg).toMatch(/^fan: 2400 rpm over 500 ms \(40 tach pulses on GPIO39\)/);
+    expect(tachWatches()).toBe(0);
+  });
+
   it('a second fan.set while the first is still measuring is BUSY and writes nothing', () => {
     const { rig, s } = boot();
     rig.send(s, fanSet('f1', 60));

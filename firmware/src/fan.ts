@@ -1,6 +1,9 @@
 // fan.set: write a fan's PWM duty (LEDC, analogWrite at the board's frequency) and, with a
 // tachometer, prove the speed: after spin_up_ms the tach's falling edges are counted for measure_ms
-// by one watch per fan made at boot (a counter and two edge times, nothing allocated per pulse).
+// (a counter and two edge times, nothing allocated per pulse by this code). The watch callback is
+// made once at boot, but the watch itself is set only for the window: a fan at 4000 rpm makes 133
+// falling edges a second, and each one Espruino hands to a JavaScript callback with a new event
+// object, so a watch left on costs CPU for as long as the fan runs (docs/pwm.md).
 // completed with evidence `tachometer` only when the measured speed is within tolerance_pct of the
 // board's curve (at duty 0: below a tenth of its lowest speed); otherwise failed NO_FEEDBACK with
 // the measured rpm. A fan without a tachometer ends unverified. Every fan starts stopped at boot.
@@ -9,7 +12,7 @@
 import type { BoardDef, FanDef, FanState, FanTachDef } from '@proofrig/protocol';
 import { PWM } from '@proofrig/protocol';
 import type { Action, Done } from './action';
-import { pinInput, pinPwmDuty, pinWatch } from './hal';
+import { pinInput, pinPwmDuty, pinUnwatch, pinWatch } from './hal';
 import { upMs } from './clock';
 
 /** What the executor and the interlocks use of the fans. */
@@ -36,13 +39,21 @@ export const FANS: Fans = (function (): Fans {
   /** Ring slot of the fan.set in progress, -1 when idle; its pending timer. */
   const SLOT: number[] = [];
   const TM: (TimerId | undefined)[] = [];
-  /** Counting: on (1) or off (0), since when (s, getTime), edges counted, first and last edge time (s). */
+  /**
+   * Counting: on (1) or off (0), the window [A0, W1] (s, getTime), edges counted in it, first and
+   * last edge time (s). Edges are judged by their own time, not by when their callback runs, so a
+   * busy main loop (a late timer, queued edges) cannot stretch or shorten the window.
+   */
   const ARM: number[] = [];
   const A0: number[] = [];
+  const W1: number[] = [];
   const CNT: number[] = [];
   const T1: number[] = [];
   const TL: number[] = [];
-  /** Per fan, made once: the tach watch, the end of spin-up and the end of the window. */
+  /** The tach's watch id while a window is open, else 0; its options, made once. */
+  const WID: number[] = [];
+  const WO: WatchOptions = { repeat: true, edge: 'falling' };
+  /** Per fan, made once: the tach watch callback, the end of spin-up and the end of the window. */
   const EDGE: ((e: WatchEvent) => void)[] = [];
   const SPUN: (() => void)[] = [];
   const MEAS: (() => void)[] = [];
@@ -53,7 +64,7 @@ export const FANS: Fans = (function (): Fans {
   }
 
   function edge(i: number, e: WatchEvent): void {
-    if (!ARM[i] || e.time < A0[i]) return;
+    if (!ARM[i] || e.time < A0[i] || e.time > W1[i]) return;
     if (!CNT[i]) T1[i] = e.time;
     TL[i] = e.time;
     CNT[i]++;
@@ -64,7 +75,12 @@ export const FANS: Fans = (function (): Fans {
     const t = FN[i].tach as FanTachDef;
     CNT[i] = 0;
     A0[i] = getTime();
+    W1[i] = A0[i] + PWM.windowMs(t) / 1000;
     ARM[i] = 1;
+    WID[i] = pinWatch(EDGE[i], t.pin, WO);
+    // setWatch may leave the pin with its pull-up: the board's pull again (as the e-stop input does).
+    if (t.pull !== 'up') pinInput(t.pin, t.pull);
+    if (!WID[i]) console.log('proofrig: setWatch refused the tach GPIO' + t.pin + ' of ' + FN[i].id);
     TM[i] = setTimeout(MEAS[i], PWM.windowMs(t));
   }
 
@@ -76,14 +92,20 @@ export const FANS: Fans = (function (): Fans {
     const n = CNT[i];
     if (n < 2 || !(TL[i] > T1[i])) return 0;
     const span = TL[i] - T1[i];
-    const end = getTime();
-    const s = end - TL[i] > (3 * span) / (n - 1) ? end - T1[i] : span;
+    const s = W1[i] - TL[i] > (3 * span) / (n - 1) ? W1[i] - T1[i] : span;
     return Math.round(((n - 1) * 60) / (t.pulses_per_rev * s));
+  }
+
+  /** Close the window: no more counting, no watch. */
+  function unwatch(i: number): void {
+    ARM[i] = 0;
+    if (WID[i]) pinUnwatch(WID[i]);
+    WID[i] = 0;
   }
 
   function measured(i: number): void {
     TM[i] = undefined;
-    ARM[i] = 0;
+    unwatch(i);
     const slot = SLOT[i];
     if (slot < 0) return;
     SLOT[i] = -1;
@@ -121,7 +143,7 @@ export const FANS: Fans = (function (): Fans {
     };
   }
 
-  /** Every fan's PWM at duty 0 (stopped), and one tach watch each for the whole boot. */
+  /** Every fan's PWM at duty 0 (stopped), its tach an input with the board's pull (watched only while measuring). */
   function fanInit(b: BoardDef, d: Done): void {
     const all = b.pwm || [];
     FN = [];
@@ -138,8 +160,8 @@ export const FANS: Fans = (function (): Fans {
       RAT[i] = 0;
       SLOT[i] = -1;
       TM[i] = undefined;
-      ARM[i] = CNT[i] = 0;
-      A0[i] = T1[i] = TL[i] = 0;
+      ARM[i] = CNT[i] = WID[i] = 0;
+      A0[i] = W1[i] = T1[i] = TL[i] = 0;
       const m = maker(i);
       EDGE[i] = m.e;
       SPUN[i] = m.s;
@@ -147,8 +169,6 @@ export const FANS: Fans = (function (): Fans {
       const t = f.tach;
       if (!t) continue;
       pinInput(t.pin, t.pull);
-      if (!pinWatch(EDGE[i], t.pin, { repeat: true, edge: 'falling' })) console.log('proofrig: setWatch refused the tach GPIO' + t.pin + ' of ' + f.id);
-      else if (t.pull !== 'up') pinInput(t.pin, t.pull);
     }
   }
 
@@ -177,7 +197,7 @@ export const FANS: Fans = (function (): Fans {
     for (let i = 0; i < FN.length; i++) {
       pinPwmDuty(FN[i].pin, 0, FO[i]);
       DUTY[i] = 0;
-      ARM[i] = 0;
+      unwatch(i);
       if (TM[i] !== undefined) clearTimeout(TM[i]);
       TM[i] = undefined;
       const slot = SLOT[i];

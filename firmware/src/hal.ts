@@ -41,6 +41,11 @@ export function pinWatch(fn: (e: WatchEvent) => void, pin: number, o: WatchOptio
   return setWatch(fn, pin, o) || 0;
 }
 
+/** End a watch pinWatch made. */
+export function pinUnwatch(id: number): void {
+  clearWatch(id);
+}
+
 /** The ADC at pin, 0..1 of its range. */
 export function adcRead(pin: number): number {
   return analogRead(pin);
