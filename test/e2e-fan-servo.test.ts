@@ -7,7 +7,7 @@
 import { afterEach, describe, expect } from 'vitest';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { CommandStatus } from '@proofrig/host/core';
-import { enginesUnderTest, picked, type Tier } from './helpers/engines.js';
+import { picked, tiersUnderTest, type Tier } from './helpers/engines.js';
 import { startE2E, until, type E2E } from './helpers/e2e.js';
 
 const BOARD = new URL('../boards/climate-rig.json', import.meta.url).pathname;
@@ -48,8 +48,8 @@ async function tool(name: string, args: Record<string, unknown>): Promise<{ c: C
 
 const fanOf = (c: CommandStatus) => c.device_state!.fans!.find((f) => f.id === 'fan')!;
 
-describe.each(enginesUnderTest())('on the %s engine', (engine) => {
-  picked(engine, false)('fan_set 60 %: completed by its tachometer with the measured rpm; the same request_id replays without touching the pin', async () => {
+describe.each(tiersUnderTest())('on the %s engine', (engine) => {
+  picked(engine, true)('fan_set 60 %: completed by its tachometer with the measured rpm; the same request_id replays without touching the pin', async () => {
     e = await start(engine);
     const rig = e.running.rigs.get(DEV)!;
     const writes = pwmWrites(e, FAN_PIN);
@@ -70,7 +70,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
     expect(writes.n).toBe(1);
   });
 
-  picked(engine, false)('a stalled fan and an unplugged tach wire fail NO_FEEDBACK at 0 rpm; a noisy tach line fails NO_FEEDBACK too fast; never completed', async () => {
+  picked(engine, true)('a stalled fan and an unplugged tach wire fail NO_FEEDBACK at 0 rpm; a noisy tach line fails NO_FEEDBACK too fast; never completed', async () => {
     e = await start(engine);
     const rig = e.running.rigs.get(DEV)!;
     rig.setFault('fan', 'stalled');
@@ -108,7 +108,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
     expect(rig.fan('fan').rpm).toBe(0);
   });
 
-  picked(engine, false)('servo_set ends unverified with the time the move needs, never completed; the horn gets there', async () => {
+  picked(engine, true)('servo_set ends unverified with the time the move needs, never completed; the horn gets there', async () => {
     e = await start(engine);
     const rig = e.running.rigs.get(DEV)!;
     const writes = pwmWrites(e, SERVO_PIN);
