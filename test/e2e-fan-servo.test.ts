@@ -22,8 +22,8 @@ afterEach(async () => {
   e = undefined;
 });
 
-async function start(engine: Tier): Promise<E2E> {
-  const x = await startE2E({ engine, sims: [{ boardFile: BOARD }], device: DEV });
+async function start(engine: Tier, faults?: string[]): Promise<E2E> {
+  const x = await startE2E({ engine, sims: [{ boardFile: BOARD }], device: DEV, faults });
   await x.waitOnline();
   return x;
 }
@@ -71,9 +71,9 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
   });
 
   picked(engine, true)('a stalled fan and an unplugged tach wire fail NO_FEEDBACK at 0 rpm; a noisy tach line fails NO_FEEDBACK too fast; never completed', async () => {
-    e = await start(engine);
+    // Stalled from the start, as `proofrig serve --fault climate-rig:fan:stalled` starts it.
+    e = await start(engine, ['climate-rig:fan:stalled']);
     const rig = e.running.rigs.get(DEV)!;
-    rig.setFault('fan', 'stalled');
     const stalled = await tool('fan_set', { device_id: DEV, fan: 'fan', duty: 60 });
     expect(stalled.c, e.story(stalled.c)).toMatchObject({ state: 'failed', error_code: 'NO_FEEDBACK', verified: false });
     expect(fanOf(stalled.c)).toMatchObject({ duty: 60, rpm: 0 });
@@ -160,6 +160,6 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
     ]);
     expect(d.state!.fans).toEqual([{ id: 'fan', duty: 0, rpm: null, at: 0 }]);
     expect(d.state!.servos).toEqual([{ id: 'vent', deg: 45, move_ms: 600, at: expect.any(Number) }]);
-    expect((r.content[0] as { text: string }).text.split('\n')[0]).toMatch(/fan fan 0 %; servo vent sent to 45° \(unverified\)/);
+    expect((r.content[0] as { text: string }).text.split('\n')[0]).toMatch(/fan fan at 0 %; servo vent sent to 45° \(unverified\)/);
   });
 });

@@ -58,7 +58,7 @@ export function summarizeDevice(d: DeviceView): string {
     const relays = d.state.relays.map((r) => `channel ${r.ch} ${r.cmd === null ? 'never switched' : r.cmd ? 'on' : 'off'}`).join(', ');
     const axes = (d.state.axes ?? []).map((a) => `axis ${a.axis} at ${a.pos} mm${a.homed ? '' : ' (not homed)'}${a.moving ? ' moving' : ''}${a.fault ? ' FAULT' : ''}`).join(', ');
     const sensors = (d.state.sensors ?? []).map((s) => `${s.id} ${s.st === 'ok' ? s.v : s.st === 'none' ? 'not read yet' : s.st}`).join(', ');
-    const fans = (d.state.fans ?? []).map((f) => `fan ${f.id} ${f.duty} %${f.rpm === null ? '' : ` (${f.rpm} rpm measured)`}`).join(', ');
+    const fans = (d.state.fans ?? []).map((f) => `fan ${f.id} at ${f.duty} %${f.rpm === null ? '' : ` (${f.rpm} rpm measured)`}`).join(', ');
     const servos = (d.state.servos ?? []).map((s) => `servo ${s.id} ${s.deg === null ? 'not driven' : `sent to ${s.deg}° (unverified)`}`).join(', ');
     parts.push(`${[relays, axes, sensors, fans, servos].filter(Boolean).join('; ')}${age}.`);
   }
