@@ -3,7 +3,8 @@
 // can only end unverified). The firmware bundles this file: ES5-compatible code only. The rules the
 // firmware uses are members of one object, PWM, not top-level functions: on Espruino every name at
 // the bundle's top level makes each lookup of the names after it slower (its scopes are lists
-// searched in order), and ten more of them cost a relay command measurably (docs/pwm.md).
+// searched in order), and ten more of them cost a relay command measurably (docs/pwm.md). What only
+// the host uses (pwmByName, fanWorstMs) stays outside it, so the bundle leaves it out.
 import type { BoardDef, Gpio, Ms } from './board.js';
 import { echo } from './check.js';
 
@@ -128,15 +129,6 @@ export const PWM = {
     return undefined;
   },
 
-  /** A PWM output of one kind by id or label (case-insensitive); undefined when none matches. */
-  byName(board: BoardDef, kind: 'fan' | 'servo', key: string): PwmDef | undefined {
-    const k = key.trim().toLowerCase();
-    const s = board.pwm || [];
-    for (let i = 0; i < s.length; i++)
-      if (s[i].kind === kind && (s[i].id === k || (s[i].label !== undefined && s[i].label!.toLowerCase() === k))) return s[i];
-    return undefined;
-  },
-
   /** The speed a fan is expected to turn at a duty, rpm: 0 at duty 0, linear between curve points; -1 below the curve (not expected to run). */
   fanRpm(t: FanTachDef, duty: number): number {
     const c = t.curve;
@@ -155,11 +147,6 @@ export const PWM = {
   /** The tach's counting window, ms. */
   windowMs(t: FanTachDef): number {
     return t.measure_ms || PWM.defaultMeasureMs;
-  },
-
-  /** Worst case of a fan.set on the device, ms: spin-up (or down), then the measurement window. */
-  fanWorstMs(f: FanDef): number {
-    return f.tach ? f.tach.spin_up_ms + PWM.windowMs(f.tach) : 0;
   },
 
   /** Time a servo needs to turn from `from` (null: unknown, so the whole range) to `to`, ms. */
@@ -196,3 +183,17 @@ export const PWM = {
     return null;
   },
 };
+
+/** A PWM output of one kind by id or label (case-insensitive); undefined when none matches. */
+export function pwmByName(board: BoardDef, kind: 'fan' | 'servo', key: string): PwmDef | undefined {
+  const k = key.trim().toLowerCase();
+  const s = board.pwm || [];
+  for (let i = 0; i < s.length; i++)
+    if (s[i].kind === kind && (s[i].id === k || (s[i].label !== undefined && s[i].label!.toLowerCase() === k))) return s[i];
+  return undefined;
+}
+
+/** Worst case of a fan.set on the device, ms: spin-up (or down), then the measurement window. */
+export function fanWorstMs(f: FanDef): number {
+  return f.tach ? f.tach.spin_up_ms + PWM.windowMs(f.tach) : 0;
+}

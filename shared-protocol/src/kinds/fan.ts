@@ -1,6 +1,6 @@
 // The fan kind: fan.set writes a fan's PWM duty and, with a tachometer, reports evidence
 // `tachometer` only when the speed measured after spin-up is within tolerance of its curve (pwm.ts).
-import { PWM, type FanDef } from '../pwm.js';
+import { fanWorstMs, PWM, type FanDef } from '../pwm.js';
 import type { ActionKind } from './kind.js';
 
 export const FAN_SET: ActionKind = {
@@ -10,7 +10,7 @@ export const FAN_SET: ActionKind = {
   evidence: ['tachometer'],
   check: PWM.checkFan,
   timing(args, board) {
-    const ms = PWM.fanWorstMs(PWM.find(board, args.id as string) as FanDef);
+    const ms = fanWorstMs(PWM.find(board, args.id as string) as FanDef);
     return { worstMs: ms, expectedMs: ms };
   },
   phrase: (a, dev) => `set fan ${String(a.id)} of ${dev} to ${String(a.duty)} %`,

@@ -3,7 +3,7 @@
 // measurement take a few seconds) and its first text line says what was measured, or why not.
 import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ID_CHARS, ID_RULE, MAX_ID_LENGTH, MAX_LABEL_LENGTH, PWM, type BoardDef, type FanDef, type PwmDef, type ServoDef } from '@proofrig/protocol';
+import { ID_CHARS, ID_RULE, MAX_ID_LENGTH, MAX_LABEL_LENGTH, PWM, pwmByName, type BoardDef, type FanDef, type PwmDef, type ServoDef } from '@proofrig/protocol';
 import { FAN_SET, SERVO_SET } from '@proofrig/protocol/kinds';
 import type { CommandStatus } from '../../core/command-view.js';
 import { CommandStatusSchema } from '../schemas.js';
@@ -44,7 +44,7 @@ function resolve(ctx: ToolContext, kind: Kind, a: { name?: string; device_id?: s
     if (!b) return { error: `no device "${a.device_id}" is provisioned and exposed here` };
     const key = a.key ?? a.name;
     if (key === undefined) return { error: `say which ${kind}: ${kind} (its id or label) with device_id, or name alone` };
-    const p = PWM.byName(b, kind, key);
+    const p = pwmByName(b, kind, key);
     const all = (b.pwm ?? []).filter((x) => x.kind === kind);
     if (!p) return { error: `device ${a.device_id} has no ${kind} "${key}"; ${kind}s: ${all.map((x) => x.id + (x.label ? ` ("${x.label}")` : '')).join(', ') || 'none'}` };
     return { dev: a.device_id, p };
@@ -53,7 +53,7 @@ function resolve(ctx: ToolContext, kind: Kind, a: { name?: string; device_id?: s
   const hits: { dev: string; p: PwmDef }[] = [];
   for (const id of ctx.scope.ids()) {
     const b = visible(id);
-    const p = b && PWM.byName(b, kind, a.name);
+    const p = b && pwmByName(b, kind, a.name);
     if (p) hits.push({ dev: id, p });
   }
   if (hits.length === 1) return hits[0]!;
