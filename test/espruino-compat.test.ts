@@ -86,6 +86,8 @@ const CASES: { rule: string; code: string; line?: number }[] = [
   { rule: 'process-member', code: 'process.nextTick(function () {});' },
   { rule: 'use-before-define', code: 'f();\nfunction f() {}', line: 2 },
   { rule: 'regex-count', code: 'var hex = /^[0-9a-f]{64}$/;' },
+  { rule: 'keyword-name', code: 'function of(a) { return a; }' },
+  { rule: 'keyword-name', code: 'var of = 1;' },
 ];
 
 describe('checkEspruino: one minimal snippet per rule', () => {

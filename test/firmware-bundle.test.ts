@@ -227,7 +227,7 @@ describe('firmware relay.set', () => {
     expect(fs[0].msg).toBe('ch 7 does not exist on relay-rig-4ch; valid channels: 1, 2, 3, 4');
     expect(fs[1].msg).toBe('on must be true or false');
     expect(fs[2].msg).toBe('axis "x" does not exist on relay-rig-4ch; axes: none');
-    expect(fs[3].msg).toBe('this device does not implement "valve.open"; it implements relay.set, stepper.move, stepper.home, stop, estop.clear, sensor.read');
+    expect(fs[3].msg).toBe('this device does not implement "valve.open"; it implements relay.set, stepper.move, stepper.home, stop, estop.clear, sensor.read, fan.set, servo.set');
     expect(rig.writes.length).toBe(writes);
   });
 

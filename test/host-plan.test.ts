@@ -80,7 +80,7 @@ describe('planAction refuses what it cannot plan, saying why', () => {
     expect(planAction(stepper, 'relay.toggle', {}, RTT)).toStrictEqual({
       ok: false,
       code: 'UNKNOWN_ACTION',
-      detail: 'action "relay.toggle" is not one of relay.set, stepper.move, stepper.home, stop, estop.clear, sensor.read',
+      detail: 'action "relay.toggle" is not one of relay.set, stepper.move, stepper.home, stop, estop.clear, sensor.read, fan.set, servo.set',
     });
   });
 

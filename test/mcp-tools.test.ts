@@ -35,6 +35,7 @@ describe('tool list', () => {
     expect(tools.map((t) => t.name).sort()).toEqual([
       'cancel_action',
       'estop_clear',
+      'fan_set',
       'get_action_status',
       'get_device_status',
       'list_commands',
@@ -42,6 +43,7 @@ describe('tool list', () => {
       'read_sensor',
       'relay_set',
       'remove_device',
+      'servo_set',
       'stepper_home',
       'stepper_move',
       'stop_device',

@@ -110,7 +110,7 @@ describe('parseToHost refuses each broken rule with its own message', () => {
     ['prog', { pos: '1' }, 'prog: pos must be a number (mm)', 'r1'],
     ['res', { rid: 5 }, 'res: rid ' + ID, undefined],
     ['res', { st: 'done' }, 'res: st must be one of completed, unverified, failed, rejected, cancelled', 'r1'],
-    ['res', { ev: 'eyes' }, 'res: ev must be one of pin_readback, aux_contact, encoder, sensor, load_current, none', 'r1'],
+    ['res', { ev: 'eyes' }, 'res: ev must be one of pin_readback, aux_contact, encoder, sensor, load_current, tachometer, none', 'r1'],
     ['res', { ver: 'false' }, 'res: ver must be a boolean', 'r1'],
     ['res', { ev: 'none', ver: true }, 'res: ver cannot be true without evidence', 'r1'],
     ['res', { st: 'completed', ver: false }, 'res: completed requires verified evidence', 'r1'],

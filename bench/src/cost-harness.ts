@@ -118,6 +118,8 @@ export interface CostCommand {
   /** Commands before the handshake dump (not counted per command), e.g. switching a sensor's supply on. */
   prepare?: { action: string; args: Record<string, unknown> }[];
   command: (i: number) => { action: string; args: Record<string, unknown> };
+  /** The state every measured command must end in (default completed; a servo.set ends unverified). */
+  ends?: 'completed' | 'unverified';
 }
 
 export async function firmwareCost(o: { binary: string; firmware?: string; commands?: number; measure?: CostCommand }): Promise<FirmwareCost> {
@@ -157,7 +159,7 @@ export async function firmwareCost(o: { binary: string; firmware?: string; comma
       const cmd = o.measure ? o.measure.command(i) : { action: 'relay.set', args: { ch: 3, on: i % 2 === 0 } };
       const c = await running.core.submit({ device_id: dev, ...cmd });
       const s = await running.core.waitTerminal(c.command_id, 60000);
-      if (s?.state !== 'completed') throw new Error(`firmware cost: ${cmd.action} command ${i} ended ${s?.state ?? 'not terminal'} ${s?.error_code ?? ''} ${s?.detail ?? ''}`);
+      if (s?.state !== (o.measure?.ends ?? 'completed')) throw new Error(`firmware cost: ${cmd.action} command ${i} ended ${s?.state ?? 'not terminal'} ${s?.error_code ?? ''} ${s?.detail ?? ''}`);
     }
     // Let the last rack reach the device before the dump.
     await sleep(300);

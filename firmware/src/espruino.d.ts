@@ -26,6 +26,7 @@ interface WatchOptions {
 }
 /** Watch id, or undefined when Espruino refused the pin (it only warns). */
 declare function setWatch(fn: (e: WatchEvent) => void, pin: number, opts: WatchOptions): number | undefined;
+declare function clearWatch(id: number): void;
 
 declare var E: {
   /**

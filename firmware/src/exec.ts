@@ -10,11 +10,13 @@ import { RELAY_SET, relayInit, relayState } from './relay';
 import { ESTOP_CLEAR, estopPoll, interlockInit, latched } from './interlock';
 import { STEPPER_HOME, STEPPER_MOVE, STOP, stepperInit, stepperState } from './stepper';
 import { SENSOR_READ, sensorInit, sensorState } from './sensor';
+import { FANS } from './fan';
+import { SERVOS } from './servo';
 import { nowMs, upMs } from './clock';
 import { sessionSend, sessionSendJson, sessionUp } from './session';
 
 /** Actions by name. */
-const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP, ESTOP_CLEAR, SENSOR_READ];
+const ACTIONS: Action[] = [RELAY_SET, STEPPER_MOVE, STEPPER_HOME, STOP, ESTOP_CLEAR, SENSOR_READ, FANS.act, SERVOS.act];
 /** Their names, in the same order (a native indexOf finds one). */
 const NAMES: string[] = [];
 for (let k = 0; k < ACTIONS.length; k++) NAMES.push(ACTIONS[k].n);
@@ -54,6 +56,8 @@ export function execInit(b: BoardDef): void {
   stepperInit(b, finish, prog);
   interlockInit(b, event);
   sensorInit(b, finish);
+  FANS.init(b, finish);
+  SERVOS.init(b);
 }
 
 /** Relays always; `axes` only on a board with steppers, so relay-only snapshots stay as they were. */
@@ -62,6 +66,10 @@ export function snapshot(): DeviceState {
   if (B && B.steppers && B.steppers.length) s.axes = stepperState();
   if (B && B.estop) s.estop = latched();
   if (B && B.sensors && B.sensors.length) s.sensors = sensorState();
+  if (B && B.pwm) {
+    if (FANS.n()) s.fans = FANS.state();
+    if (SERVOS.n()) s.servos = SERVOS.state();
+  }
   return s;
 }
 

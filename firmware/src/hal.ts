@@ -31,9 +31,19 @@ export function pinPwm(pin: number, o: { freq: number }): void {
   analogWrite(pin, 0.5, o);
 }
 
+/** A PWM output at duty 0..1 (LEDC at o.freq Hz: a fan's or a servo's signal). `o` is made once per output. */
+export function pinPwmDuty(pin: number, duty: number, o: { freq: number }): void {
+  analogWrite(pin, duty, o);
+}
+
 /** setWatch; 0 when Espruino refused the pin (on the ESP32 it warns and returns nothing). */
 export function pinWatch(fn: (e: WatchEvent) => void, pin: number, o: WatchOptions): number {
   return setWatch(fn, pin, o) || 0;
+}
+
+/** End a watch pinWatch made. */
+export function pinUnwatch(id: number): void {
+  clearWatch(id);
 }
 
 /** The ADC at pin, 0..1 of its range. */

@@ -7,6 +7,8 @@ import type { Action, Done } from './action';
 import { pinInput, pinRead, pinWatch } from './hal';
 import { relayAllOff } from './relay';
 import { stepperAllOff } from './stepper';
+import { FANS } from './fan';
+import { SERVOS } from './servo';
 
 let ES: SwitchDef | undefined;
 let LATCH = false;
@@ -25,6 +27,8 @@ export function latched(): boolean {
 function trip(why: string): void {
   relayAllOff();
   stepperAllOff();
+  FANS.off();
+  SERVOS.off();
   if (LATCH) return;
   LATCH = true;
   ev('estop', 0, 'e-stop ' + why + ' (GPIO' + (ES as SwitchDef).pin + '): every relay switched off, every axis stopped and disabled; latched until an operator clears it (estop_clear) with the input released');

@@ -18,14 +18,14 @@ export class SyntaxRules {
       const parent = ancestors[ancestors.length - 1];
       switch (node.type) {
         case 'Identifier': {
+          // Espruino lexes `of` as a keyword: a variable the minifier named `of` is a syntax error
+          // ("Got of expected ID/EOF"; before a `/`, a regex that swallows the rest of the file: "Got EOF
+          // expected '}'"). Seen on the firmware bundle; scripts/espruino-unkeyword.js renames them.
+          if (node.name === 'of') this.report('keyword-name', node, 'a variable named `of` is a syntax error on Espruino (it lexes `of` as a keyword): rename it (the firmware build runs scripts/espruino-unkeyword.js)');
           if (type !== 'Identifier') break;
           const ref = { node, ancestors, binding: null };
           this.refs.push(ref);
           this.refByNode.set(node, ref);
-          // Espruino lexes `of` as a keyword: a variable the minifier named `of` is a syntax error
-          // ("Got of expected EOF"; before a `/`, a regex that swallows the rest of the file: "Got EOF
-          // expected '}'"). Seen on the firmware bundle; scripts/espruino-unkeyword.js renames them.
-          if (node.name === 'of') this.report('keyword-name', node, 'a variable named `of` is a syntax error on Espruino (it lexes `of` as a keyword): rename it (the firmware build runs scripts/espruino-unkeyword.js)');
           break;
         }
         case 'AssignmentExpression':

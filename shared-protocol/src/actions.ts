@@ -19,6 +19,10 @@ export const ACTIONS = {
   'estop.clear': { idempotent: true, always: false },
   /** Take one reading of a sensor (sensors.ts); a repeat replays the reading already taken. */
   'sensor.read': { idempotent: true, always: false },
+  /** Set a fan's duty (pwm.ts); absolute, so a repeat is harmless; it replays the speed already measured. */
+  'fan.set': { idempotent: true, always: false },
+  /** Set a servo's angle (pwm.ts); absolute; never verified (a hobby servo reports nothing). */
+  'servo.set': { idempotent: true, always: false },
 } as const;
 export type ActionName = keyof typeof ACTIONS;
 

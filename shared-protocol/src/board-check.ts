@@ -5,6 +5,7 @@ import { echo } from './check.js';
 import { MAX_LABEL_LENGTH } from './constants.js';
 import { checkSensors } from './sensor-check.js';
 import { checkLoadFeedback } from './load-current.js';
+import { checkPwm } from './pwm-check.js';
 
 /** GPIOs an ESP32 (WROOM/WROVER module) can use at all. 6–11 drive the flash chip. */
 const ESP32_GPIO = [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 25, 26, 27, 32, 33, 34, 35, 36, 39];
@@ -115,6 +116,7 @@ export function checkBoard(raw: unknown): BoardCheck {
     errors.push('watchdog_s: must be a whole number of seconds 1..60 (the ESP32 rounds to seconds), or absent for 5');
   checkSensors(b, chans, errors, claim);
   checkLoadFeedback(b, errors);
+  checkPwm(b, Array.isArray(b.steppers) ? b.steppers.length : 0, errors, claim);
   if (errors.length > 0) return { ok: false, errors, warnings };
   return { ok: true, board: b as unknown as BoardDef, warnings };
 }

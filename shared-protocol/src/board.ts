@@ -1,6 +1,7 @@
 // Board definitions: the JSON files in boards/ and the `board` field of a rig config.
 // Pins are ESP32 GPIO numbers (Espruino accepts a number wherever it takes a pin).
 import type { I2cBusDef, SensorDef } from './sensors.js';
+import type { PwmDef } from './pwm.js';
 
 export type RelayFeedback =
   /** An auxiliary (mirror) contact of the relay wired to an input pin. */
@@ -155,6 +156,8 @@ export interface BoardDef {
   i2c?: I2cBusDef;
   /** Sensors read on request (sensor.read): I2C and ADC inputs, sensors.ts. */
   sensors?: SensorDef[];
+  /** PWM outputs on the ESP32's LEDC (pwm.ts): fans (fan.set, proven by their tachometer) and hobby servos (servo.set, unverified). */
+  pwm?: PwmDef[];
   /** Interlock: the device reboots when its main loop stalls this long, s (E.enableWatchdog; whole seconds on the ESP32). Default 5. */
   watchdog_s?: number;
   notes?: string[];

@@ -53,7 +53,7 @@ export const ERROR_CODES = {
   },
   NO_FEEDBACK: {
     meaning:
-      'The feedback did not follow the output: an aux contact that did not follow within the settle time (open coil, welded contact, broken wire), a load whose current did not cross its threshold (a blown lamp, a fuse out, a welded contact; the detail gives the amps), or an encoder that did not count while the motor stepped.',
+      'The feedback did not follow the output: an aux contact that did not follow within the settle time (open coil, welded contact, broken wire), a load whose current did not cross its threshold (a blown lamp, a fuse out, a welded contact; the detail gives the amps), an encoder that did not count while the motor stepped, or a fan whose tachometer measured a speed outside the tolerance of its curve after spin-up (stalled, unplugged, a noisy tach line; the measured rpm is in the detail).',
     ends: 'failed',
     retry: 'after_fresh_state_read',
   },

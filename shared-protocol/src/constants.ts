@@ -24,6 +24,7 @@ export const MAX_ECHO_LENGTH = 40;
 export const MAX_STATE_RELAYS = 64;
 export const MAX_STATE_AXES = 16;
 export const MAX_STATE_SENSORS = 16;
+export const MAX_STATE_PWM = 16;
 
 /** The string both sides MAC with the device secret (HMAC-SHA256, hex) to prove the device. The host's proof: seal.ts. */
 export function authMessage(dev: string, boot: string, clientNonce: string, serverNonce: string): string {

@@ -37,6 +37,28 @@ export interface SensorState {
   at: number;
 }
 
+/** A fan as the device last drove and measured it (fan.set). */
+export interface FanState {
+  id: string;
+  /** Duty commanded, percent (0 at boot: the firmware starts every fan stopped). */
+  duty: number;
+  /** The speed its tachometer last measured, rpm; null without a tachometer or before the first measurement. */
+  rpm: number | null;
+  /** Device uptime (ms) of that measurement; 0 before the first. */
+  at: number;
+}
+
+/** A servo as the device last commanded it (servo.set): nothing reports where it really is. */
+export interface ServoState {
+  id: string;
+  /** Angle last commanded, degrees; null before the first command since boot (the servo is not driven). */
+  deg: number | null;
+  /** The time that move needs at the servo's board speed, ms (0 before the first). */
+  move_ms: number;
+  /** Device uptime (ms) when it was commanded; 0 before the first. */
+  at: number;
+}
+
 export interface DeviceState {
   /** Device uptime in ms when the snapshot was taken. */
   up: number;
@@ -47,4 +69,8 @@ export interface DeviceState {
   estop?: boolean;
   /** The last reading of each sensor, on a board with sensors. */
   sensors?: SensorState[];
+  /** Every fan's commanded duty and last measured speed, on a board with fans. */
+  fans?: FanState[];
+  /** Every servo's commanded angle, on a board with servos. */
+  servos?: ServoState[];
 }

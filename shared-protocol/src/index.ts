@@ -6,6 +6,7 @@ export * from './board.js';
 export * from './board-check.js';
 export * from './sensors.js';
 export * from './load-current.js';
+export * from './pwm.js';
 export * from './actions.js';
 export * from './constants.js';
 export * from './seal.js';

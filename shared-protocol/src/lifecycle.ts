@@ -26,7 +26,7 @@ export function isTerminal(s: LifecycleState): s is TerminalState {
 export const DEVICE_RESULT_STATES = ['completed', 'unverified', 'failed', 'rejected', 'cancelled'] as const;
 export type DeviceResultState = (typeof DEVICE_RESULT_STATES)[number];
 
-export const EVIDENCE_KINDS = ['pin_readback', 'aux_contact', 'encoder', 'sensor', 'load_current', 'none'] as const;
+export const EVIDENCE_KINDS = ['pin_readback', 'aux_contact', 'encoder', 'sensor', 'load_current', 'tachometer', 'none'] as const;
 export type Evidence = (typeof EVIDENCE_KINDS)[number];
 
 /** What each state means and does not mean; the README table and the MCP tool descriptions come from here. */
@@ -93,6 +93,10 @@ export const EVIDENCE_MEANING: Record<Evidence, { means: string; does_not_mean: 
   load_current: {
     means: "A current sensor in series with the load measured it drawing more than the relay's on_above (switched on) or less than its off_below (switched off) after the settle time.",
     does_not_mean: 'That the load works as it should beyond drawing that current (a heater drawing its current may still be in the wrong place).',
+  },
+  tachometer: {
+    means: 'The fan\'s tachometer pulses, counted after its spin-up time, gave a speed within the board\'s tolerance of the speed its curve expects at that duty (or, at duty 0, a stopped fan).',
+    does_not_mean: 'That air moves as it should (a fan spinning in a blocked duct still turns), or that the curve of the board matches this fan.',
   },
   none: {
     means: 'Nothing observed the outcome.',

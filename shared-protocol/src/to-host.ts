@@ -6,7 +6,7 @@ import { DEVICE_RESULT_STATES, EVIDENCE_KINDS } from './lifecycle.js';
 import type { DeviceState } from './device-state.js';
 import type { FrameError } from './check.js';
 import { bad, checkErr, ID_RULE, isId, isNum, isObj, echo, isStr, optMsg, parseEnvelope } from './check.js';
-import { MAX_ID_LENGTH, MAX_MSG_LENGTH, MAX_STATE_AXES, MAX_STATE_RELAYS, MAX_STATE_SENSORS } from './constants.js';
+import { MAX_ID_LENGTH, MAX_MSG_LENGTH, MAX_STATE_AXES, MAX_STATE_PWM, MAX_STATE_RELAYS, MAX_STATE_SENSORS } from './constants.js';
 
 /** First frame on every connection. `boot` is fresh on every boot; `cn` is the device's nonce. */
 export interface HelloFrame { t: 'hello'; v: number; dev: string; boot: string; fw: string; board: string; cn: string }
@@ -110,6 +110,26 @@ export function readState(s: unknown): { ok: true; s: DeviceState } | { ok: fals
         return { ok: false, msg: 's.sensors[] must have id, st (up to 32 chars), at and v (a number or null)' };
       // A value only with a good reading: whatever the device claims, a failed reading carries no number.
       out.sensors.push({ id: x.id, v: x.st === 'ok' ? (x.v as number | null) : null, st: x.st, at: x.at });
+    }
+  }
+  if (s.fans !== undefined) {
+    if (!Array.isArray(s.fans) || s.fans.length > MAX_STATE_PWM) return { ok: false, msg: 's.fans must be an array of up to ' + MAX_STATE_PWM };
+    out.fans = [];
+    for (let i = 0; i < s.fans.length; i++) {
+      const x: unknown = s.fans[i];
+      if (!isObj(x) || !isStr(x.id, 32) || !isNum(x.duty) || !isNum(x.at) || (x.rpm !== null && !isNum(x.rpm)))
+        return { ok: false, msg: 's.fans[] must have id (up to 32 chars), duty, at and rpm (a number or null)' };
+      out.fans.push({ id: x.id, duty: x.duty, rpm: x.rpm as number | null, at: x.at });
+    }
+  }
+  if (s.servos !== undefined) {
+    if (!Array.isArray(s.servos) || s.servos.length > MAX_STATE_PWM) return { ok: false, msg: 's.servos must be an array of up to ' + MAX_STATE_PWM };
+    out.servos = [];
+    for (let i = 0; i < s.servos.length; i++) {
+      const x: unknown = s.servos[i];
+      if (!isObj(x) || !isStr(x.id, 32) || !isNum(x.move_ms) || !isNum(x.at) || (x.deg !== null && !isNum(x.deg)))
+        return { ok: false, msg: 's.servos[] must have id (up to 32 chars), move_ms, at and deg (a number or null)' };
+      out.servos.push({ id: x.id, deg: x.deg as number | null, move_ms: x.move_ms, at: x.at });
     }
   }
   return { ok: true, s: out };

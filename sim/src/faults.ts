@@ -1,6 +1,7 @@
 // Fault names the simulated rig understands, and the parser for the CLI's --fault DEV:PART:FAULT[@WHERE].
 import type { BoardDef, StepperDef } from '@proofrig/protocol';
 import { SENSOR_FAULTS, type SensorFault } from './sensor-models.js';
+import { FAN_FAULTS, type FanFault } from './pwm-models.js';
 
 /** open_load: the coil and contact work but the load carries no current (a blown lamp, a fuse out); seen by load_current feedback. */
 export type RelayFault = 'coil_open' | 'welded' | 'pin_stuck_low' | 'pin_stuck_high' | 'open_load';
@@ -44,7 +45,8 @@ export type AxisFaultSpec =
 export type ResolvedFault =
   | { kind: 'relay'; ch: number; fault: RelayFault | null }
   | { kind: 'axis'; axis: string; spec: AxisFaultSpec | null }
-  | { kind: 'sensor'; id: string; fault: SensorFault | null };
+  | { kind: 'sensor'; id: string; fault: SensorFault | null }
+  | { kind: 'fan'; id: string; fault: FanFault | null };
 
 /** Mechanical end stops lie this far beyond travel.min_mm / travel.max_mm. */
 export const HARD_STOP_MM = 2;
@@ -71,9 +73,16 @@ export function resolveFault(board: BoardDef | undefined, part: string, fault: s
     if (where !== undefined) throw new Error(`${part}: sensor faults take no @WHERE (got "${fault}@${where}")`);
     return { kind: 'sensor', id: part, fault: fault as SensorFault | null };
   }
+  const fans = board && board.pwm ? board.pwm.filter((p) => p.kind === 'fan').map((p) => p.id) : [];
+  if (fans.indexOf(part) >= 0) {
+    if (fault !== null && (FAN_FAULTS as readonly string[]).indexOf(fault) < 0)
+      throw new Error(`unknown fault "${String(fault)}" for fan ${part}; known: ${FAN_FAULTS.join(', ')} (or null to clear)`);
+    if (where !== undefined) throw new Error(`${part}: fan faults take no @WHERE (got "${fault}@${where}")`);
+    return { kind: 'fan', id: part, fault: fault as FanFault | null };
+  }
   const def = axes.find((a) => a.axis === part);
   if (!def) {
-    const known = relays.map((c) => `relay${c}`).concat(axes.map((a) => a.axis), sensors);
+    const known = relays.map((c) => `relay${c}`).concat(axes.map((a) => a.axis), sensors, fans);
     throw new Error(`unknown part "${part}"; this rig's parts: ${known.length ? known.join(', ') : 'none (no board in the stored config)'}`);
   }
   if (fault === null) {

@@ -31,3 +31,4 @@ export type { Gpio, PinMode, PwmState, Level } from './gpio.js';
 export { Fabric, NO_FAULTS, type FabricFaults, type FabricEvent, type FabricDirection } from './fabric.js';
 export { calibrate, chipSpeedUnavailable, quotaFor, ChipCgroup, CHIP_NS_PER_INSTRUCTION, type ChipSpeed } from './chip-speed.js';
 export { SensorModels, SENSOR_FAULTS, type SensorFault } from './sensor-models.js';
+export { PwmModels, FAN_FAULTS, type FanFault, type FanTruth, type ServoTruth } from './pwm-models.js';

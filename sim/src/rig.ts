@@ -21,6 +21,7 @@ import { mulberry32, randomSeed, rngStreams, type Rng } from './prng.js';
 import { RelayModel, type RelayState } from './relay-model.js';
 import { SlideModel, type AxisState } from './slide-model.js';
 import { SensorModels, type SensorFault } from './sensor-models.js';
+import { PwmModels, type FanFault, type FanTruth, type ServoTruth } from './pwm-models.js';
 import { SimStorage } from './storage.js';
 
 export interface SimRigOptions {
@@ -84,6 +85,8 @@ export class SimRig extends EventEmitter {
   private axisFaults = new Map<string, AxisFaultSpec>();
   private sensorModels: SensorModels | undefined;
   private readonly sensorRng: Rng;
+  private pwmModels: PwmModels | undefined;
+  private readonly pwmRng: Rng;
   private boardDef: BoardDef | undefined;
   private boardJson = '';
   private current: Boot | undefined;
@@ -105,6 +108,7 @@ export class SimRig extends EventEmitter {
     this.physicsRng = streams.physics;
     this.slideRng = streams.slide;
     this.sensorRng = mulberry32(this.seed ^ 0x5e4502);
+    this.pwmRng = mulberry32(this.seed ^ 0x9a4f17);
     this.connectFn = opts.connect ?? defaultConnect;
     this.storage = new SimStorage();
     this.network = new SimNetwork(
@@ -143,6 +147,7 @@ export class SimRig extends EventEmitter {
         },
         catchUp: (t) => {
           for (const s of this.slides.values()) s.catchUp(t);
+          this.pwmModels?.catchUp(t);
         },
       });
     }
@@ -309,12 +314,12 @@ export class SimRig extends EventEmitter {
   // ---- faults --------------------------------------------------------------------------------------
 
   /**
-   * Inject (or clear, with null) a fault on a relay ('relay1'..'relayN'), an axis ('x') or a sensor (its id).
+   * Inject (or clear, with null) a fault on a relay ('relay1'..'relayN'), an axis ('x'), a sensor or a fan (its id).
    * `where` is parseFault's text after "@": setFault('x', 'stall', '80') puts an obstruction at 80 mm,
    * setFault('x', 'missed_steps', '5%') loses 5 % of the steps; relay faults take none. One fault per
    * part: a new one replaces the old. Throws for an unknown part, fault or WHERE, naming what exists.
    */
-  setFault(part: string, fault: RelayFault | AxisFault | SensorFault | null, where?: string): void {
+  setFault(part: string, fault: RelayFault | AxisFault | SensorFault | FanFault | null, where?: string): void {
     let r;
     try {
       r = resolveFault(this.boardDef, part, fault, where);
@@ -322,6 +327,7 @@ export class SimRig extends EventEmitter {
       throw new Error(`setFault: ${(e as Error).message}`);
     }
     if (r.kind === 'sensor') return this.setSensorFault(r.id, r.fault);
+    if (r.kind === 'fan') return this.pwmModels!.setFault(r.id, r.fault);
     if (r.kind === 'relay') {
       if (r.fault === null) this.faults.delete(r.ch);
       else this.faults.set(r.ch, r.fault);
@@ -345,6 +351,18 @@ export class SimRig extends EventEmitter {
   /** The rig's sensors (what they measure: setValue), or undefined on a board without any. */
   get sensors(): SensorModels | undefined {
     return this.sensorModels;
+  }
+
+  /** The physical truth of a fan (its rotor's rpm, the duty on its pin, tach pulses made, its fault). */
+  fan(id: string): FanTruth {
+    if (!this.pwmModels) throw new Error(`fan("${id}"): board ${this.boardDef?.id ?? '(none)'} has no PWM outputs`);
+    return this.pwmModels.fan(id);
+  }
+
+  /** The physical truth of a servo (where the horn is, where its pulse sends it). */
+  servo(id: string): ServoTruth {
+    if (!this.pwmModels) throw new Error(`servo("${id}"): board ${this.boardDef?.id ?? '(none)'} has no PWM outputs`);
+    return this.pwmModels.servo(id);
   }
 
   /** What the engines' I2C1 reaches: the sensors of the board loaded now. */
@@ -480,6 +498,9 @@ export class SimRig extends EventEmitter {
     const sensorCarry = this.sensorModels?.carry();
     this.sensorModels?.dispose();
     this.sensorModels = undefined;
+    const pwmCarry = this.pwmModels?.carry();
+    this.pwmModels?.dispose();
+    this.pwmModels = undefined;
     this.boardJson = json;
     this.boardDef = board;
     if (this.estopPin !== undefined) this.gpio.detach(this.estopPin);
@@ -506,6 +527,7 @@ export class SimRig extends EventEmitter {
       this.sensorModels = new SensorModels(board, this.gpio, this.clock, this.sensorRng, closed, sensorCarry?.faults, sensorCarry?.values, openLoad, sensorCarry?.loads);
       this.sensorModels.observer = (id, good, amps) => this.safeEmit('sensor', id, good, amps);
     }
+    if (board.pwm?.length) this.pwmModels = new PwmModels(board, this.gpio, this.clock, this.pwmRng, pwmCarry);
     for (const def of board.steppers ?? []) {
       const motion = (what: 'start' | 'stop', axis: string): void => this.safeEmit('motion', what, axis);
       const model = new SlideModel(def, this.gpio, this.clock, this.slideRng, motion, carried.get(def.axis));

@@ -33,7 +33,8 @@ export function deviceViews(core: HostCore, only?: string, exposure: Exposure = 
       const r = cachedReading(core, id, s);
       return { id: s.id, label: s.label ?? null, unit: s.unit, kind: s.kind, max_age_ms: s.max_age_ms, value: r.value, status: r.status, measured_at: r.measured_at, age_ms: r.age_ms };
     });
-    return [{ names: namesOf(outputs), area: board.area ?? null, ...v, booting: core.booting(id), outputs, sensors }];
+    const pwm = (board.pwm ?? []).map((p) => ({ id: p.id, label: p.label ?? null, kind: p.kind, feedback: p.kind === 'fan' && p.tach ? ('tachometer' as const) : ('none' as const) }));
+    return [{ names: namesOf(outputs), area: board.area ?? null, ...v, booting: core.booting(id), outputs, sensors, pwm }];
   });
 }
 

@@ -32,12 +32,28 @@ export const SensorStateSchema = z.object({
   at: z.number().describe('device uptime (ms) when it was measured; 0 before the first'),
 });
 
+export const FanStateSchema = z.object({
+  id: z.string(),
+  duty: z.number().describe('duty commanded, % (0 at boot)'),
+  rpm: z.number().nullable().describe('the speed its tachometer last measured; null without a tachometer or before the first measurement'),
+  at: z.number().describe('device uptime (ms) of that measurement; 0 before the first'),
+});
+
+export const ServoStateSchema = z.object({
+  id: z.string(),
+  deg: z.number().nullable().describe('angle last commanded; null before the first command since boot or after an e-stop (not driven). Nothing measures where it really is'),
+  move_ms: z.number().describe('the time that move needs at the servo\'s speed'),
+  at: z.number().describe('device uptime (ms) when it was commanded; 0 before the first'),
+});
+
 export const DeviceStateSchema = z.object({
   up: z.number().describe('device uptime in ms when observed'),
   relays: z.array(RelayStateSchema),
   axes: z.array(AxisStateSchema).optional(),
   estop: z.boolean().optional().describe('e-stop latched: every output held off until an operator clears it (estop_clear); present when the board has an e-stop input'),
   sensors: z.array(SensorStateSchema).optional().describe('the last reading of each sensor since boot, on a board with sensors (read_sensor reads one now)'),
+  fans: z.array(FanStateSchema).optional().describe('every fan\'s duty and last measured speed, on a board with fans (fan_set)'),
+  servos: z.array(ServoStateSchema).optional().describe('every servo\'s commanded angle, on a board with servos (servo_set)'),
 });
 
 export const CommandStatusSchema = z.object({
@@ -111,6 +127,9 @@ export const DeviceViewSchema = z.object({
       }),
     )
     .describe('the sensors of the board with their last reading, as read_sensor source "cache" gives it (read_sensor takes the id or the label; resource proofrig://devices/{device_id}/sensors/{id})'),
+  pwm: z
+    .array(z.object({ id: z.string(), label: z.string().nullable(), kind: z.enum(['fan', 'servo']), feedback: z.enum(['tachometer', 'none']) }))
+    .describe('the fans (fan_set) and servos (servo_set) of the board, by id or label, and what observes them'),
 });
 
 export const DeviceStatusSchema = DeviceViewSchema.extend({

@@ -16,6 +16,7 @@ const EVIDENCE_WORDS: Record<string, string> = {
   encoder: 'the encoder measured the position',
   sensor: 'the sensor answered with a checked, plausible reading',
   load_current: 'verified by its load current',
+  tachometer: 'the fan\'s tachometer measured the expected speed',
   none: 'nothing observed it',
 };
 
@@ -67,7 +68,9 @@ export function summarizeDevice(d: DeviceView): string {
     const sensors = rows
       ? rows.map((s) => `${s.id} ${s.status === 'ok' ? `${s.value} ${s.unit}` : s.status === 'none' ? 'not read yet' : s.status}${s.age_ms !== null ? ` (${Math.round(s.age_ms / 1000)} s ago)` : ''}`).join(', ')
       : (d.state.sensors ?? []).map((s) => `${s.id} ${s.st === 'ok' ? s.v : s.st === 'none' ? 'not read yet' : s.st}`).join(', ');
-    parts.push(`${[relays, axes, sensors].filter(Boolean).join('; ')}${age}.`);
+    const fans = (d.state.fans ?? []).map((f) => `fan ${f.id} at ${f.duty} %${f.rpm === null ? '' : ` (${f.rpm} rpm measured)`}`).join(', ');
+    const servos = (d.state.servos ?? []).map((s) => `servo ${s.id} ${s.deg === null ? 'not driven' : `sent to ${s.deg}° (unverified)`}`).join(', ');
+    parts.push(`${[relays, axes, sensors, fans, servos].filter(Boolean).join('; ')}${age}.`);
   }
   return parts.join(' ');
 }

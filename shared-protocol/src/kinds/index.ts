@@ -6,12 +6,16 @@ import { RELAY_SET } from './relay.js';
 import { STEPPER_HOME, STEPPER_MOVE } from './stepper.js';
 import { ESTOP_CLEAR, STOP } from './device.js';
 import { SENSOR_READ } from './sensor.js';
+import { FAN_SET } from './fan.js';
+import { SERVO_SET } from './servo.js';
 
 export type { ActionKind } from './kind.js';
 export { RELAY_SET } from './relay.js';
 export { STEPPER_HOME, STEPPER_MOVE } from './stepper.js';
 export { ESTOP_CLEAR, STOP } from './device.js';
 export { SENSOR_READ } from './sensor.js';
+export { FAN_SET } from './fan.js';
+export { SERVO_SET } from './servo.js';
 
 export const KINDS: Record<ActionName, ActionKind> = {
   [RELAY_SET.action]: RELAY_SET,
@@ -20,6 +24,8 @@ export const KINDS: Record<ActionName, ActionKind> = {
   [STOP.action]: STOP,
   [ESTOP_CLEAR.action]: ESTOP_CLEAR,
   [SENSOR_READ.action]: SENSOR_READ,
+  [FAN_SET.action]: FAN_SET,
+  [SERVO_SET.action]: SERVO_SET,
 } as Record<ActionName, ActionKind>;
 
 /** The kind of an action name, or undefined for one no kind declares. */
