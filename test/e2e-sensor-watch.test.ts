@@ -69,6 +69,7 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       [uri('air_temp'), 'air temperature on climate-rig'],
       [uri('air_rh'), 'air humidity on climate-rig'],
       [uri('heater_current'), 'heater current on climate-rig'],
+      [uri('heater_amps'), 'heater load current on climate-rig'],
     ]);
     expect(await resource('heater_current')).toEqual({
       device_id: DEV, sensor: 'heater_current', label: 'heater current', unit: 'A', value: null, status: 'none',
@@ -115,10 +116,11 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
       ['air_temp', 'air temperature', '°C', 'none', null],
       ['air_rh', 'air humidity', '%RH', 'none', null],
       ['heater_current', 'heater current', 'A', 'ok', read.value],
+      ['heater_amps', 'heater load current', 'A', 'none', null],
     ]);
     expect(sameTime(rows[2]!.measured_at as string, read.measured_at)).toBeLessThanOrEqual(SAME_MS);
     expect((listed.content[0] as { text: string }).text.split('\n')[0]).toMatch(
-      new RegExp(`air_temp not read yet, air_rh not read yet, heater_current ${read.value} A \\(\\d+ s ago\\)`),
+      new RegExp(`air_temp not read yet, air_rh not read yet, heater_current ${read.value} A \\(\\d+ s ago\\), heater_amps not read yet`),
     );
 
     // heater_current's max_age_ms is 2000: the second notification is the reading going stale.
