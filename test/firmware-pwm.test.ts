@@ -12,8 +12,10 @@ import { loadFirmware, type Rig } from '../firmware/test/espruino-fake';
 const root = resolve(__dirname, '..');
 const climate = JSON.parse(readFileSync(join(root, 'boards/climate-rig.json'), 'utf8')) as BoardDef & { $schema?: string };
 const ESTOP = 4;
-// The fake has no I2C or ADC: the climate rig's relays and PWM outputs, and an e-stop input.
-const board: BoardDef = { ...climate, sensors: undefined, i2c: undefined, estop: { pin: ESTOP, active_low: false, pull: 'up' } };
+// The fake has no I2C or ADC: the climate rig's relays (the heater, proven by its INA219's current on
+// the rig, read back at its pin here) and PWM outputs, and an e-stop input.
+const relays = climate.relays.map((r) => (r.feedback.kind === 'load_current' ? { ...r, feedback: { kind: 'pin_readback' as const } } : r));
+const board: BoardDef = { ...climate, relays, sensors: undefined, i2c: undefined, estop: { pin: ESTOP, active_low: false, pull: 'up' } };
 delete (board as { $schema?: string }).$schema;
 const FAN = 27;
 const TACH = 39;
