@@ -1,7 +1,7 @@
 // Full validation of a board definition, for the host and the tools (the firmware trusts the
 // config the uploader wrote, which passed this check).
 import type { BoardDef } from './board.js';
-import { echo } from './check.js';
+import { echo, isInt, isMs, isObj } from './check.js';
 import { MAX_LABEL_LENGTH } from './constants.js';
 import { checkSensors } from './sensor-check.js';
 import { checkLoadFeedback } from './load-current.js';
@@ -26,15 +26,6 @@ const ESP32_BOOT_PINS: Record<string, string> = {
   '15': 'GPIO15 is a strapping pin (MTDO): held low at reset it silences the boot log and changes SDIO timing',
 };
 
-function isObj(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
-function isInt(x: unknown): x is number {
-  return typeof x === 'number' && Math.floor(x) === x && isFinite(x);
-}
-function isMs(x: unknown): x is number {
-  return typeof x === 'number' && isFinite(x) && x >= 0 && x <= 600000;
-}
 
 /** `warnings` are legal but risky wiring (strapping pins); `errors` make the board unusable. */
 export type BoardCheck = { ok: true; board: BoardDef; warnings: string[] } | { ok: false; errors: string[]; warnings: string[] };

@@ -28,6 +28,15 @@ export function isNum(x: unknown): x is number {
   return typeof x === 'number' && isFinite(x);
 }
 
+export function isInt(x: unknown): x is number {
+  return typeof x === 'number' && Math.floor(x) === x && isFinite(x);
+}
+
+/** A board time in ms: 0 to 10 minutes. */
+export function isMs(x: unknown): x is number {
+  return isNum(x) && x >= 0 && x <= 600000;
+}
+
 /** A string of at most `max` chars. */
 export function isStr(x: unknown, max: number): x is string {
   return typeof x === 'string' && x.length <= max;

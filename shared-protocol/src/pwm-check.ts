@@ -6,6 +6,7 @@
 import { echo } from './check.js';
 import { MAX_LABEL_LENGTH } from './constants.js';
 import { ESPRUINO_LEDC_BITS, LEDC_CLOCK_HZ, PWM } from './pwm.js';
+import { isInt, isMs, isNum, isObj } from './check.js';
 
 /** GPIOs an ESP32 (WROOM/WROVER module) can use at all (as in board-check.ts). */
 const GPIO = [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 25, 26, 27, 32, 33, 34, 35, 36, 39];
@@ -21,17 +22,9 @@ export const MIN_WINDOW_PULSES = 4;
 type Claim = (pin: number, what: string) => void;
 type Obj = Record<string, unknown>;
 
-function isObj(x: unknown): x is Obj {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
-function isInt(x: unknown): x is number {
-  return typeof x === 'number' && Math.floor(x) === x && isFinite(x);
-}
-function isNum(x: unknown): x is number {
-  return typeof x === 'number' && isFinite(x);
-}
-function isMs(x: unknown): x is number {
-  return isNum(x) && x > 0 && x <= 600000;
+/** A PWM time in ms: more than 0, at most 10 minutes. */
+function isPosMs(x: unknown): x is number {
+  return isMs(x) && x > 0;
 }
 
 /** Check b.pwm, pushing errors; `steppers` is how many step trains already take LEDC channels. */
@@ -91,9 +84,9 @@ function checkFan(p: Obj, at: string, errors: string[], claim: Claim): void {
     errors.push(`${ta}.pull: GPIO${t.pin} has no internal pull resistor; wire a pull-up to 3.3 V and say "external"`);
   if (!isInt(t.pulses_per_rev) || t.pulses_per_rev < 1 || t.pulses_per_rev > 8) errors.push(`${ta}.pulses_per_rev: must be a whole number 1..8 (2 on almost every PC fan)`);
   if (!isNum(t.tolerance_pct) || t.tolerance_pct < 1 || t.tolerance_pct > 50) errors.push(`${ta}.tolerance_pct: must be a percentage 1..50 (how far the measured speed may be from the curve's)`);
-  if (!isMs(t.spin_up_ms)) errors.push(`${ta}.spin_up_ms: must be a number of ms (1..600000): the time the speed needs to settle after a duty change`);
+  if (!isPosMs(t.spin_up_ms)) errors.push(`${ta}.spin_up_ms: must be a number of ms (1..600000): the time the speed needs to settle after a duty change`);
   const measure = t.measure_ms === undefined ? PWM.defaultMeasureMs : t.measure_ms;
-  if (!isMs(measure)) errors.push(`${ta}.measure_ms: must be a number of ms (1..600000), or absent for ${PWM.defaultMeasureMs}`);
+  if (!isPosMs(measure)) errors.push(`${ta}.measure_ms: must be a number of ms (1..600000), or absent for ${PWM.defaultMeasureMs}`);
   const c = t.curve;
   if (!Array.isArray(c) || c.length < 2 || c.length > 8) return void errors.push(`${ta}.curve: must list 2..8 points {duty, rpm} in ascending duty`);
   for (let k = 0; k < c.length; k++) {
@@ -105,7 +98,7 @@ function checkFan(p: Obj, at: string, errors: string[], claim: Claim): void {
       return void errors.push(`${ta}.curve[${k}]: duty must rise (${prev.duty} then ${pt.duty}) and rpm must not fall (${prev.rpm} then ${pt.rpm})`);
   }
   const low = c[0] as { duty: number; rpm: number };
-  if (isInt(t.pulses_per_rev) && isMs(measure) && (low.rpm * t.pulses_per_rev * measure) / 60000 < MIN_WINDOW_PULSES)
+  if (isInt(t.pulses_per_rev) && isPosMs(measure) && (low.rpm * t.pulses_per_rev * measure) / 60000 < MIN_WINDOW_PULSES)
     errors.push(
       `${ta}.measure_ms: at the curve's lowest ${low.rpm} rpm a ${measure} ms window sees ${((low.rpm * t.pulses_per_rev * measure) / 60000).toFixed(1)} tach pulses; ` +
         `it needs at least ${MIN_WINDOW_PULSES}, so make it ${Math.ceil((MIN_WINDOW_PULSES * 60000) / (low.rpm * t.pulses_per_rev))} ms or more`,

@@ -1,7 +1,7 @@
 // `board check` of the board's I2C bus and sensors (sensors.ts), with the ESP32's own limits:
 // ADC2 stops working while Wi-Fi runs, so an ADC input must be an ADC1 pin; SDA and SCL are
 // open-drain outputs, so they cannot be input-only pins. Called by checkBoard (board-check.ts).
-import { echo } from './check.js';
+import { echo, isInt, isMs, isNum, isObj } from './check.js';
 import { MAX_LABEL_LENGTH } from './constants.js';
 import { INA219_BUS_MAX_V, INA219_MIN_CONVERSION_MS, INA219_SHUNT_MAX_V, SHT3X_MIN_CONVERSION_MS } from './sensors.js';
 
@@ -16,18 +16,6 @@ const MAX_SENSORS = 16;
 type Claim = (pin: number, what: string) => void;
 type Obj = Record<string, unknown>;
 
-function isObj(x: unknown): x is Obj {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
-function isInt(x: unknown): x is number {
-  return typeof x === 'number' && Math.floor(x) === x && isFinite(x);
-}
-function isNum(x: unknown): x is number {
-  return typeof x === 'number' && isFinite(x);
-}
-function isMs(x: unknown): x is number {
-  return isNum(x) && x >= 0 && x <= 600000;
-}
 
 /** Check b.i2c and b.sensors, pushing errors; `channels` are the board's relay channels. */
 export function checkSensors(b: Obj, channels: number[], errors: string[], claim: Claim): void {
