@@ -6,7 +6,7 @@
 import { afterEach, describe, expect } from 'vitest';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { enginesUnderTest, picked, type Tier } from './helpers/engines.js';
-import { startE2E, type E2E } from './helpers/e2e.js';
+import { startE2E, until, type E2E } from './helpers/e2e.js';
 
 const BOARD = new URL('../boards/climate-rig.json', import.meta.url).pathname;
 const DEV = 'climate-rig';
@@ -104,6 +104,22 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
     const ok = await read({ name: 'air humidity' });
     expect(ok.r).toMatchObject({ status: 'ok', unit: '%RH' });
     expect(ok.r.value).toBeCloseTo(61.5, 1);
+  });
+
+  picked(engine, false)('a drifting SHT3x reads plausible numbers nothing on the device can doubt, until its drift leaves the range: OUT_OF_RANGE, no value', async () => {
+    e = await start(engine);
+    const rig = e.running.rigs.get(DEV)!;
+    const on = await supplyOn();
+    // 0.4 °C/s upwards (0.5 % of -20..60 per second) from 58.8 °C: about 3 s of plausible readings.
+    rig.sensors!.setValue('air_temp', 58.8);
+    rig.setSensorFault('air_temp', 'drift');
+    const early = await read({ device_id: DEV, sensor: 'air_temp', fresh_after: on, delay_ms: 600 });
+    expect(early.r, JSON.stringify(early.r)).toMatchObject({ status: 'ok' });
+    expect(early.r.value!).toBeGreaterThan(58.8);
+    expect(early.r.value!).toBeLessThanOrEqual(60);
+    await until(() => rig.sensors!.value('air_temp', 0) > 60.2, 20000, 'the drift past 60 °C');
+    const gone = await read({ device_id: DEV, sensor: 'air_temp' });
+    expect(gone.r, JSON.stringify(gone.r)).toMatchObject({ status: 'OUT_OF_RANGE', value: null });
   });
 
   picked(engine, false)('fresh_after a supply command that failed reads nothing, and says why', async () => {

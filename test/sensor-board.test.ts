@@ -122,9 +122,28 @@ describe('the simulator sensor models', () => {
     expect(() => m.setFault('co2', 'crc')).toThrow('no sensor "co2" on this rig; sensors: air_temp, air_rh, heater_current, heater_amps');
   });
 
+  it('drift: the reading walks up by 0.5 % of the range per second from when the fault was set, plausible until it leaves the range; clearing it reads true again', () => {
+    const { clock, m } = setup(true);
+    const take = () => {
+      m.i2cWrite(0x44, [0x24, 0x00]);
+      clock.advance(20);
+      const d = m.i2cRead(0x44, 6)!;
+      expect(crc8(d, 0, 2)).toBe(d[2]); // a drifting sensor still sends intact data
+      return sht3xCelsius((d[0]! << 8) | d[1]!);
+    };
+    m.setValue('air_temp', 20);
+    m.setFault('air_temp', 'drift');
+    clock.advance(9980); // 10 s after the fault when the conversion is read: 0.4 °C/s over a -20..60 °C range
+    expect(take()).toBeCloseTo(24, 1);
+    clock.advance(89980); // 100 s: 60 °C, the top of the plausible range
+    expect(take()).toBeCloseTo(60, 1);
+    m.setFault('air_temp', null);
+    expect(take()).toBeCloseTo(20, 1);
+  });
+
   it('--fault DEV:SENSOR:FAULT names a sensor by its id, and an unknown fault lists the known ones', () => {
     expect(resolveFault(climate(), 'air_temp', 'unplugged')).toEqual({ kind: 'sensor', id: 'air_temp', fault: 'unplugged' });
-    expect(() => resolveFault(climate(), 'air_temp', 'melted')).toThrow('unknown fault "melted" for sensor air_temp; known: unplugged, stuck, crc, slow, noisy (or null to clear)');
+    expect(() => resolveFault(climate(), 'air_temp', 'melted')).toThrow('unknown fault "melted" for sensor air_temp; known: unplugged, stuck, crc, slow, noisy, drift (or null to clear)');
     expect(() => resolveFault(climate(), 'co2', 'crc')).toThrow(/this rig's parts: relay1, relay2, relay3, air_temp, air_rh, heater_current/);
   });
 

@@ -3,7 +3,10 @@
 // (context.ts), and the Espruino engine's .boot0 shim (espruino-shim.ts) through the same calls.
 // Faults per sensor id: unplugged (no acknowledge; an ADC input floats to 0), stuck (the same
 // reading every time), crc (the chip's CRC bytes are corrupted), slow (the conversion takes 4x its
-// board time, so a read at the board time is not acknowledged), noisy (ADC: 40x the noise). A
+// board time, so a read at the board time is not acknowledged), noisy (ADC: 40x the noise), drift
+// (what the sensor reports walks away from what it measures, DRIFT_PER_S of its range per second
+// from when the fault was set: plausible, wrong readings nothing on the device can tell from good
+// ones until they leave the range, then OUT_OF_RANGE). A
 // sensor with a `supply` does not answer until its relay's contact is closed and power_up_ms passed.
 // Loads: a relay with load_current feedback switches a load (default: midway between its on_above
 // and its sensor's range maximum; setLoad) through that current sensor, which measures the load
@@ -16,8 +19,10 @@ import type { Gpio } from './gpio.js';
 import type { Rng } from './prng.js';
 import { Ina219Chip } from './ina219-model.js';
 
-export type SensorFault = 'unplugged' | 'stuck' | 'crc' | 'slow' | 'noisy';
-export const SENSOR_FAULTS: readonly SensorFault[] = ['unplugged', 'stuck', 'crc', 'slow', 'noisy'];
+export type SensorFault = 'unplugged' | 'stuck' | 'crc' | 'slow' | 'noisy' | 'drift';
+export const SENSOR_FAULTS: readonly SensorFault[] = ['unplugged', 'stuck', 'crc', 'slow', 'noisy', 'drift'];
+/** How fast a drifting sensor's reading walks upwards: this fraction of its range's span per second. */
+export const DRIFT_PER_S = 0.005;
 
 /** The SHT3x's typical conversion at high repeatability (datasheet: 12.5 ms typical, 15 ms max), ms. */
 const SHT3X_TYPICAL_MS = 12.5;
@@ -139,6 +144,8 @@ export class SensorModels {
   private readonly supplies: Supply[] = [];
   private readonly faults = new Map<string, SensorFault>();
   private readonly values: Values = new Map();
+  /** When each drifting sensor began to drift (clock ms). */
+  private readonly driftSince = new Map<string, number>();
   private readonly defs: SensorDef[];
   private readonly adcPins: number[] = [];
 
@@ -156,7 +163,11 @@ export class SensorModels {
     loads?: Map<number, number>,
   ) {
     this.defs = board.sensors ?? [];
-    for (const [k, v] of faults ?? []) this.faults.set(k, v);
+    for (const [k, v] of faults ?? []) {
+      this.faults.set(k, v);
+      // A drift carried over to a board read again starts walking again from here.
+      if (v === 'drift') this.driftSince.set(k, clock.now());
+    }
     for (const [k, v] of values ?? []) this.values.set(k, v);
     for (const r of board.relays) {
       const fb = r.feedback;
@@ -205,8 +216,19 @@ export class SensorModels {
     if (fault !== null && SENSOR_FAULTS.indexOf(fault) < 0) throw new Error(`unknown sensor fault "${String(fault)}"; faults: ${SENSOR_FAULTS.join(', ')}`);
     if (fault === 'crc' && this.defs.find((d) => d.id === id)!.kind !== 'sht3x')
       throw new Error(`sensor "${id}" sends no checksum, so "crc" cannot be injected; its faults: ${SENSOR_FAULTS.filter((f) => f !== 'crc').join(', ')}`);
+    if (fault === 'drift') {
+      if (!this.driftSince.has(id)) this.driftSince.set(id, this.clock.now());
+    } else this.driftSince.delete(id);
     if (fault === null) this.faults.delete(id);
     else this.faults.set(id, fault);
+  }
+
+  /** How far a drifting sensor's reading has walked from what it measures (0 without the fault), in its unit. */
+  private drift(id: string): number {
+    const t0 = this.driftSince.get(id);
+    if (t0 === undefined || this.faults.get(id) !== 'drift') return 0;
+    const d = this.defs.find((x) => x.id === id)!;
+    return (DRIFT_PER_S * (d.range.max - d.range.min) * (this.clock.now() - t0)) / 1000;
   }
 
   /** Report one answer of sensor id to the observer. */
@@ -223,8 +245,10 @@ export class SensorModels {
     this.values.set(id, v);
   }
 
+  /** What sensor `id` reports measuring: its value (setValue, else dflt) plus any drift. */
   value(id: string | undefined, dflt: number): number {
-    return id !== undefined && this.values.has(id) ? this.values.get(id)! : dflt;
+    if (id === undefined) return dflt;
+    return (this.values.has(id) ? this.values.get(id)! : dflt) + this.drift(id);
   }
 
   /** Faults and values, to carry over when the board is read again. */
