@@ -408,6 +408,11 @@ export class Checker {
       const ok = r.contactClosed === s.args.on;
       return { ok, why: `relay ${String(s.args.ch)} contact ${r.contactClosed ? 'closed' : 'open'}, commanded on=${String(s.args.on)} (evidence ${ev})` };
     }
+    // A fan completed by its tachometer at a duty above 0 must be turning (a stalled rotor has no speed to measure).
+    if (s.action === 'fan.set' && ev === 'tachometer' && Number(s.args.duty) > 0) {
+      const f = rig.fan(String(s.args.id));
+      return { ok: f.rpm > 0, why: `fan ${String(s.args.id)} at ${f.rpm} rpm${f.fault ? ` (fault ${f.fault})` : ''}, commanded duty ${String(s.args.duty)} % (evidence tachometer)` };
+    }
     if (MOTION.has(s.action)) {
       const ax = board.steppers!.find((a) => a.axis === s.args.axis)!;
       const pos = rig.axis(String(s.args.axis)).pos;

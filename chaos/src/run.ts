@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { BoardDef } from '@proofrig/protocol';
 import { isTerminal } from '@proofrig/protocol';
 import { VirtualClock, type Clock, type TimerHandle } from '@proofrig/protocol/clock';
-import { Fabric, SimRig, type FabricEvent, type FabricFaults } from '@proofrig/sim';
+import { Fabric, FAN_FAULTS, SimRig, type FabricEvent, type FabricFaults } from '@proofrig/sim';
 import type { Link } from '@proofrig/protocol';
 import { mulberry32 } from '@proofrig/sim/prng';
 import { HostCore, Journal, type CommandStatus } from '@proofrig/host/core';
@@ -319,6 +319,16 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       r.rig.setFault(axis, f, where);
       return;
     }
+    // A rig with a fan gets fan faults among its hardware faults (no draw on other rigs: their seeds replay as before).
+    const fans = (r.board.pwm ?? []).filter((p) => p.kind === 'fan');
+    if (fans.length && rnd() < 0.25) {
+      const fan = pick(fans);
+      const f = clear ? null : pick(FAN_FAULTS);
+      if (f) count('fan_' + f);
+      note(`${r.dev} fault ${fan.id} ${f ?? 'clear'}`);
+      r.rig.setFault(fan.id, f);
+      return;
+    }
     if (r.board.sensors?.length && rnd() < 0.6) return sensorFault(r, clear);
     // A relay proven by its load current gets half of its rig's relay faults (open_load among them).
     const proven = r.board.relays.filter((x) => x.feedback.kind === 'load_current');
@@ -366,9 +376,13 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
       const r = pick(rigs);
       let action: string;
       let args: Record<string, unknown>;
+      const fans = (r.board.pwm ?? []).filter((p) => p.kind === 'fan');
       if (r.board.sensors?.length && rnd() < 0.4) {
         action = 'sensor.read';
         args = { id: pick(r.board.sensors).id };
+      } else if (fans.length && rnd() < 0.3) {
+        action = 'fan.set';
+        args = { id: pick(fans).id, duty: pick([0, 40, 60, 100]) };
       } else if (r.board.steppers?.length && rnd() < 0.8) {
         const ax = r.board.steppers[0];
         if (rnd() < 0.3) {
@@ -406,7 +420,8 @@ export async function runChaos(o: ChaosOptions): Promise<RunResult> {
     } else if (k < 0.8) {
       const p = pick(sent);
       count('client_retry_different_args');
-      const args = p.action === 'relay.set' ? { ...p.args, on: !p.args.on } : { ...p.args, mm: 1 + Number(p.args.mm ?? 0) };
+      const args =
+        p.action === 'relay.set' ? { ...p.args, on: !p.args.on } : p.action === 'fan.set' ? { ...p.args, duty: p.args.duty === 100 ? 60 : 100 } : { ...p.args, mm: 1 + Number(p.args.mm ?? 0) };
       void submit(who, { device_id: p.dev, action: p.action, args, request_id: p.rid });
     } else if (host) {
       const r = pick(rigs);
