@@ -7,25 +7,13 @@ import { ResourceUpdatedNotificationSchema, type CallToolResult } from '@modelco
 import type { Engine } from '@proofrig/sim';
 import { enginesUnderTest } from './helpers/engines.js';
 import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
+import type { Reading } from './helpers/sensor-reading.js';
 import { Exposure } from '../host/src/mcp/exposure.js';
 
 const BOARD = new URL('../boards/climate-rig.json', import.meta.url).pathname;
 const DEV = 'climate-rig';
 const uri = (id: string) => `proofrig://devices/${DEV}/sensors/${id}`;
 
-interface Reading {
-  device_id: string;
-  sensor: string;
-  label: string | null;
-  unit: string;
-  value: number | null;
-  status: string;
-  measured_at: string | null;
-  age_ms: number | null;
-  source: 'device' | 'cache';
-  command_id: string | null;
-  detail: string | null;
-}
 
 let e: E2E | undefined;
 afterEach(async () => {

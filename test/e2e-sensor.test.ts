@@ -7,22 +7,11 @@ import { afterEach, describe, expect } from 'vitest';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { enginesUnderTest, picked, type Tier } from './helpers/engines.js';
 import { startE2E, until, type E2E } from './helpers/e2e.js';
+import type { Reading } from './helpers/sensor-reading.js';
 
 const BOARD = new URL('../boards/climate-rig.json', import.meta.url).pathname;
 const DEV = 'climate-rig';
 
-interface Reading {
-  device_id: string;
-  sensor: string;
-  unit: string;
-  value: number | null;
-  status: string;
-  measured_at: string | null;
-  age_ms: number | null;
-  source: 'device' | 'cache';
-  command_id: string | null;
-  detail: string | null;
-}
 
 let e: E2E | undefined;
 afterEach(async () => {
