@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import vm from 'node:vm';
 import { build } from 'tsup';
 // @ts-ignore -- plain ESM JavaScript that node runs without a build step; it has no declaration file
 import * as compat from '../scripts/espruino-compat.js';
@@ -373,5 +374,44 @@ describe('scripts/espruino-unkeyword.js (run by the firmware build after tsup)',
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('scripts/espruino-scope.js (run by the firmware build after espruino-unkeyword.js)', () => {
+  const run = (src: string): string => {
+    const dir = mkdtempSync(join(tmpdir(), 'scope-'));
+    try {
+      const f = join(dir, 'b.js');
+      writeFileSync(f, src);
+      const r = spawnSync(process.execPath, [fileURLToPath(new URL('../scripts/espruino-scope.js', import.meta.url)), f], { encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      return readFileSync(f, 'utf8');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const bundle =
+    'var h=function(v){return v};(function(){var a=1,b=2;function c(x){return Math.max(x,b)+JSON.stringify([b,b,b]).length+h(b)}' +
+    'function d(){z=c(a)+c(b);return String(z)}var z;out=d()+typeof Missing})();';
+
+  it('passes the globals the functions read as the bundle function\'s parameters and declares its most used names first', () => {
+    const out = run(bundle);
+    // b (5 uses in functions) before c (2); a, d and z are used fewer than 3 times: not declared first
+    expect(out).toBe(
+      'var h=function(v){return v};(function(JSON,Math,String,h){var b;var a=1,b=2;function c(x){return Math.max(x,b)+JSON.stringify([b,b,b]).length+h(b)}' +
+        'function d(){z=c(a)+c(b);return String(z)}var z;out=d()+typeof Missing})(JSON,Math,String,h);',
+    );
+    expect(checkEspruino(out).map((v) => v.rule)).toEqual([]);
+  });
+
+  it('changes nothing the code computes, and a second run changes nothing', () => {
+    const g = (src: string) => {
+      const ctx = vm.createContext({});
+      vm.runInContext(src, ctx);
+      return (ctx as { out: unknown }).out;
+    };
+    const out = run(bundle);
+    expect(g(out)).toBe(g(bundle));
+    expect(run(out)).toBe(out);
   });
 });

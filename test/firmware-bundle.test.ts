@@ -104,10 +104,10 @@ describe('firmware boot', () => {
 });
 
 describe('firmware relay.set', () => {
-  it('acks at once, switches the coil, and completes with aux_contact evidence after settle_ms', () => {
+  it('switches the coil at once and sends only its result, completed with aux_contact evidence, after settle_ms (no ack: it ends within its settle time)', () => {
     const { rig, s } = boot();
     rig.send(s, relaySet('r1', 1, true));
-    expect(recv(rig, s)).toEqual([{ t: 'ack', rid: 'r1', st: 'accepted' }]);
+    expect(recv(rig, s)).toEqual([]);
     expect(rig.pins[23]).toBe(0);
     rig.advance(24);
     expect(recv(rig, s)).toEqual([]);
@@ -123,7 +123,8 @@ describe('firmware relay.set', () => {
     const { rig, s } = boot();
     rig.send(s, relaySet('r1', 1, true));
     rig.advance(30);
-    const first = rig.recv(s)[1];
+    const [first] = rig.recv(s);
+    expect(first).toMatchObject({ t: 'res', rid: 'r1', st: 'completed' });
     const writes = rig.writes.length;
     rig.send(s, relaySet('r1', 1, false));
     rig.advance(30);
@@ -133,21 +134,20 @@ describe('firmware relay.set', () => {
     expect(rig.pins[23]).toBe(0);
   });
 
-  it('a repeat of a command still running answers ack running; another command on the channel is BUSY without ack', () => {
+  it('a repeat of a command still running answers ack running; another command on the channel is BUSY', () => {
     const { rig, s } = boot();
     rig.send(s, relaySet('r1', 2, true));
     rig.send(s, relaySet('r1', 2, true));
     rig.send(s, relaySet('r2', 2, false));
     const fs = recv(rig, s);
-    expect(fs[0]).toEqual({ t: 'ack', rid: 'r1', st: 'accepted' });
-    expect(fs[1]).toEqual({ t: 'ack', rid: 'r1', st: 'running' });
-    expect(fs[2]).toMatchObject({ t: 'res', rid: 'r2', st: 'rejected', code: 'BUSY', ev: 'none', ver: false });
-    expect(fs.length).toBe(3);
+    expect(fs[0]).toEqual({ t: 'ack', rid: 'r1', st: 'running' });
+    expect(fs[1]).toMatchObject({ t: 'res', rid: 'r2', st: 'rejected', code: 'BUSY', ev: 'none', ver: false });
+    expect(fs.length).toBe(2);
     rig.advance(25);
     expect(recv(rig, s)[0]).toMatchObject({ rid: 'r1', st: 'completed' });
     // The rejection is remembered like any result.
     rig.send(s, relaySet('r2', 2, false));
-    expect(recv(rig, s)).toEqual([fs[2]]);
+    expect(recv(rig, s)).toEqual([fs[1]]);
   });
 
   it('an aux contact that stays open fails NO_FEEDBACK and names the pin and the wait', () => {
@@ -155,7 +155,7 @@ describe('firmware relay.set', () => {
     rig.auxForced[2] = 1;
     rig.send(s, relaySet('r1', 2, true));
     rig.advance(25);
-    const res = recv(rig, s)[1];
+    const res = recv(rig, s)[0];
     expect(res).toMatchObject({ st: 'failed', code: 'NO_FEEDBACK', ev: 'aux_contact', ver: false });
     expect(res.msg).toBe('K2: aux contact on GPIO35 stayed open 25 ms after switching on');
     expect(res.s.relays[1]).toEqual({ ch: 2, cmd: true, pin: true, aux: false });
@@ -166,7 +166,7 @@ describe('firmware relay.set', () => {
     rig.auxForced[1] = 0;
     rig.send(s, relaySet('r1', 1, false));
     rig.advance(25);
-    expect(recv(rig, s)[1].msg).toBe('K1: aux contact on GPIO34 stayed closed 25 ms after switching off');
+    expect(recv(rig, s)[0].msg).toBe('K1: aux contact on GPIO34 stayed closed 25 ms after switching off');
   });
 
   it('an output that reads back the wrong level fails READBACK_MISMATCH with pin_readback evidence', () => {
@@ -174,7 +174,7 @@ describe('firmware relay.set', () => {
     rig.readbackForced[3] = 1;
     rig.send(s, relaySet('r1', 3, true));
     rig.advance(2);
-    const res = recv(rig, s)[1];
+    const res = recv(rig, s)[0];
     expect(res).toMatchObject({ st: 'failed', code: 'READBACK_MISMATCH', ev: 'pin_readback', ver: false });
     expect(res.msg).toBe('K3 (GPIO21): wrote 0, read back 1 after 2 ms');
   });
@@ -183,7 +183,7 @@ describe('firmware relay.set', () => {
     const { rig, s } = boot();
     rig.send(s, relaySet('r1', 3, true));
     rig.advance(2);
-    expect(recv(rig, s)[1]).toMatchObject({ st: 'completed', ev: 'pin_readback', ver: true });
+    expect(recv(rig, s)).toEqual([expect.objectContaining({ t: 'res', st: 'completed', ev: 'pin_readback', ver: true })]);
   });
 
   it('switching a read-back relay off writes the off level (1, inputs active LOW) and reads it back', () => {
@@ -203,7 +203,7 @@ describe('firmware relay.set', () => {
     const { rig, s } = boot();
     rig.send(s, relaySet('r1', 4, true));
     rig.advance(0);
-    const res = recv(rig, s)[1];
+    const res = recv(rig, s)[0];
     expect(res).toMatchObject({ st: 'unverified', ev: 'none', ver: false });
     expect(res.code).toBeUndefined();
     expect(res.msg).toMatch(/nothing observes this output/);
@@ -242,7 +242,22 @@ describe('firmware relay.set', () => {
     expect(rig.pins[23]).toBe(1);
     rig.send(s, { t: 'rack', rid: 'bad0' });
     rig.send(s, relaySet('one-more', 1, true));
-    expect(recv(rig, s)[0]).toEqual({ t: 'ack', rid: 'one-more', st: 'accepted' });
+    expect(recv(rig, s)).toEqual([]);
+    rig.advance(25);
+    expect(recv(rig, s)[0]).toMatchObject({ t: 'res', rid: 'one-more', st: 'completed' });
+  });
+
+  it('a rack riding inside a command (k) frees its outbox slot before the command is looked at', () => {
+    const { rig, s } = boot();
+    for (let k = 0; k < DEDUPE_RING_SIZE; k++) rig.send(s, relaySet('bad' + k, 9, true));
+    recv(rig, s);
+    rig.send(s, { ...relaySet('one-more', 1, true), k: 'bad0' });
+    rig.advance(25);
+    expect(recv(rig, s)).toEqual([expect.objectContaining({ t: 'res', rid: 'one-more', st: 'completed' })]);
+    expect(rig.pins[23]).toBe(0);
+    // A malformed k is refused with the whole frame: nothing runs.
+    rig.send(s, { ...relaySet('two-more', 2, true), k: '' });
+    expect(recv(rig, s)).toEqual([expect.objectContaining({ t: 'err', code: 'MALFORMED_FRAME', ref: 'two-more' })]);
   });
 });
 
@@ -259,7 +274,8 @@ describe('firmware frames and queries', () => {
       ['err', 'MALFORMED_FRAME', 'ok-id'],
     ]);
     rig.send(s, relaySet('ok-id', 1, true));
-    expect(recv(rig, s)[0]).toEqual({ t: 'ack', rid: 'ok-id', st: 'accepted' });
+    rig.advance(25);
+    expect(recv(rig, s)[0]).toMatchObject({ t: 'res', rid: 'ok-id', st: 'completed' });
   });
 
   it('q answers a live snapshot; with a rid it says running, done (and replays the result) or unknown', () => {
@@ -270,7 +286,7 @@ describe('firmware frames and queries', () => {
     expect(st.s.relays.map((r: any) => r.cmd)).toEqual([null, null, null, null]);
     rig.send(s, relaySet('r1', 1, true));
     rig.send(s, { t: 'q', q: 'q2', rid: 'r1' });
-    expect(recv(rig, s)[1]).toMatchObject({ t: 'state', q: 'q2', rid: 'r1', rst: 'running' });
+    expect(recv(rig, s)[0]).toMatchObject({ t: 'state', q: 'q2', rid: 'r1', rst: 'running' });
     rig.advance(25);
     const res = recv(rig, s)[0];
     rig.send(s, { t: 'q', q: 'q3', rid: 'r1' });
@@ -539,7 +555,7 @@ describe('firmware link security: the host must prove the secret, and every late
     rig.sendRaw(s, f);
     rig.advance(100);
     const first = recv(rig, s);
-    expect(first[0]).toEqual({ t: 'ack', rid: 'r1', st: 'accepted' });
+    expect(first[0]).toMatchObject({ t: 'res', rid: 'r1', st: 'completed' });
     rig.send(s, { t: 'rack', rid: 'r1' }); // would be n=1 again from the harness: refused as well
     rig.sendRaw(s, f);
     rig.advance(100);
@@ -576,7 +592,7 @@ describe('firmware link security: the host must prove the secret, and every late
     rig.send(s, relaySet('r1', 1, true));
     rig.advance(600);
     const out = recv(rig, s);
-    expect(out.map((x) => x.t)).toEqual(['ack', 'res', 'hb']);
-    expect(s.dn).toBe(3);
+    expect(out.map((x) => x.t)).toEqual(['res', 'hb']);
+    expect(s.dn).toBe(2);
   });
 });

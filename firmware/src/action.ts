@@ -21,4 +21,10 @@ export interface Action {
   run: (slot: number, p: Record<string, unknown>, done: Done) => void;
   /** Always executes: a repeated rid runs again (never a replay); with the outbox full, pre still runs. */
   al?: boolean;
+  /**
+   * Acknowledge (`ack` accepted) before running: actions that run for longer than a settle time
+   * (moves, homing, a fan's spin-up, a stop waiting for the axes to rest). The others end within their
+   * settle time and send only their `res`: an ack would cost two frames (it and the host's answer to it).
+   */
+  ak?: boolean;
 }

@@ -7,7 +7,7 @@ declare const __FW_VERSION__: string;
 /** Seconds since power-on (float). */
 declare function getTime(): number;
 declare function digitalWrite(pin: number, value: number | boolean): void;
-declare function digitalRead(pin: number): number | boolean;
+declare function digitalRead(pin: number | number[]): number | boolean;
 declare function pinMode(pin: number, mode: 'output' | 'input' | 'input_pullup' | 'input_pulldown'): void;
 /** PWM (on the ESP32: LEDC hardware, 10-bit duty; GPIO25/26 are DAC outputs instead). */
 declare function analogWrite(pin: number, value: number, opts?: { freq?: number }): void;

@@ -99,6 +99,8 @@ function findAction(a: string): Action | null {
 }
 
 function onCmd(f: CommandFrame): void {
+  // A rack riding along comes first, as its own frame would have.
+  if (f.k !== undefined) ringAck(f.k);
   const rid = f.rid;
   if (rid.indexOf(EV) === 0) {
     sessionSendJson(resultJson(rid, 'rejected', 'none', false, 0, 'INVALID_ARGS', 'request ids starting with "' + EV + '" are reserved for device events; nothing was done'));
@@ -148,7 +150,7 @@ function onCmd(f: CommandFrame): void {
   if (why) return reject(i, 'MIN_OFF_TIME', why);
   try {
     if (a.pre) a.pre(f.p);
-    sessionSend({ t: 'ack', rid: rid, st: 'accepted' });
+    if (a.ak) sessionSend({ t: 'ack', rid: rid, st: 'accepted' });
     a.run(i, f.p, finish);
   } catch (e) {
     if (ringState(i) !== DONE) finish(i, 'failed', 'none', false, 'INTERNAL', a.n + ' threw: ' + clip('' + e, 200));

@@ -215,7 +215,7 @@ export const FANS: Fans = (function (): Fans {
   }
 
   return {
-    act: { n: 'fan.set', chk: PWM.checkFan, busy: busy, run: run },
+    act: { n: 'fan.set', chk: PWM.checkFan, busy: busy, run: run, ak: true },
     init: fanInit,
     off: fanAllOff,
     state: fanState,

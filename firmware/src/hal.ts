@@ -22,6 +22,14 @@ export function pinRead(pin: number): number {
 }
 
 /**
+ * Several pins in one native call, as bits: the first pin is the most significant (Espruino's
+ * digitalRead of an array). One call instead of one per pin: a snapshot reads every relay at once.
+ */
+export function pinsRead(pins: number[]): number {
+  return digitalRead(pins) as number;
+}
+
+/**
  * Run (or retune) a 50 % duty pulse train of o.freq Hz on pin. On the ESP32 this is LEDC hardware
  * PWM: a step train of thousands of Hz that JavaScript could never toggle itself. Repeated calls
  * on one pin reuse its LEDC timer. pinWrite(pin, 0) ends it (Espruino routes the pad back to GPIO).

@@ -4,7 +4,7 @@
 import type { BoardDef, RelayDef, RelayState } from '@proofrig/protocol';
 import { checkRelaySetArgs } from '@proofrig/protocol';
 import type { Action, Done } from './action';
-import { pinInput, pinOutput, pinRead, pinWrite } from './hal';
+import { pinInput, pinOutput, pinRead, pinsRead, pinWrite } from './hal';
 import { nowMs } from './clock';
 import { loadVerdict } from './load';
 
@@ -25,6 +25,8 @@ const AO: (TimerId | undefined)[] = [];
 const AOF: (() => void)[] = [];
 /** When the channel last went off (from on, or at boot), device ms: its min_off_ms counts from here. */
 const OFFAT: number[] = [];
+/** Every pin a snapshot reads (each relay's output if observed, then its aux contact if any), read in one call. */
+let SNAP: number[] = [];
 let done: Done;
 let ev: (k: 'max_on', ch: number, msg: string) => void;
 
@@ -128,6 +130,7 @@ export function relayAllOff(): void {
 export function relayInit(b: BoardDef, d: Done, e: (k: 'max_on', ch: number, msg: string) => void): void {
   RL = b.relays;
   CHS = [];
+  SNAP = [];
   done = d;
   ev = e;
   for (let i = 0; i < RL.length; i++) {
@@ -135,6 +138,8 @@ export function relayInit(b: BoardDef, d: Done, e: (k: 'max_on', ch: number, msg
     pinOutput(r.pin, onLevel(r) ^ 1);
     if (r.feedback.kind === 'aux_contact') pinInput(r.feedback.pin, r.feedback.pull);
     CHS.push(r.ch);
+    if (r.feedback.kind !== 'none') SNAP.push(r.pin);
+    if (r.feedback.kind === 'aux_contact') SNAP.push(r.feedback.pin);
     CMD[i] = null;
     SLOT[i] = -1;
     LV[i] = onLevel(r) ^ 1;
@@ -178,17 +183,22 @@ function run(slot: number, p: Record<string, unknown>, d: Done): void {
 
 export const RELAY_SET: Action = { n: 'relay.set', chk: checkRelaySetArgs, busy: busy, rest: rest, run: run };
 
-/** Relay part of the state snapshot, read live from the pins. */
+/** Relay part of the state snapshot, read live from the pins (all of them in one read). */
 export function relayState(): RelayState[] {
   const o: RelayState[] = [];
+  const n = SNAP.length;
+  const bits = n ? pinsRead(SNAP) : 0;
+  // The first pin of SNAP is the most significant bit.
+  let b = n;
   for (let i = 0; i < RL.length; i++) {
     const r = RL[i];
     const fb = r.feedback;
+    const pin = fb.kind === 'none' ? null : ((bits >> --b) & 1) === onLevel(r);
     o.push({
       ch: r.ch,
       cmd: CMD[i],
-      pin: fb.kind === 'none' ? null : pinRead(r.pin) === onLevel(r),
-      aux: fb.kind === 'aux_contact' ? pinRead(fb.pin) === (fb.active_low ? 0 : 1) : null,
+      pin: pin,
+      aux: fb.kind === 'aux_contact' ? ((bits >> --b) & 1) === (fb.active_low ? 0 : 1) : null,
     });
   }
   return o;

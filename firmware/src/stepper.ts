@@ -439,9 +439,9 @@ function stopRun(slot: number, p: Record<string, unknown>): void {
   }
 }
 
-export const STEPPER_MOVE: Action = { n: 'stepper.move', chk: checkStepperMoveArgs, nh: notHomed, busy: axisBusy, run: moveRun };
-export const STEPPER_HOME: Action = { n: 'stepper.home', chk: checkStepperHomeArgs, busy: axisBusy, run: homeRun };
-export const STOP: Action = { n: 'stop', chk: checkStopArgs, busy: () => null, pre: stopNow, run: stopRun, al: true };
+export const STEPPER_MOVE: Action = { n: 'stepper.move', chk: checkStepperMoveArgs, nh: notHomed, busy: axisBusy, run: moveRun, ak: true };
+export const STEPPER_HOME: Action = { n: 'stepper.home', chk: checkStepperHomeArgs, busy: axisBusy, run: homeRun, ak: true };
+export const STOP: Action = { n: 'stop', chk: checkStopArgs, busy: () => null, pre: stopNow, run: stopRun, al: true, ak: true };
 
 function inputs(sw: SwitchDef | undefined, fn: () => void, what: string): void {
   if (!sw) return;

@@ -241,7 +241,8 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
       const k = watches.findIndex((w) => w.id === id);
       if (k >= 0) watches.splice(k, 1);
     },
-    digitalRead: read,
+    // An array of pins reads them all at once, as bits with the first pin most significant (Espruino).
+    digitalRead: (p: number | number[]) => (Array.isArray(p) ? p.reduce((v, q) => (v << 1) | read(q), 0) : read(p)),
     pinMode: (p: number, m: string) => {
       modes[p] = m;
     },

@@ -13,12 +13,16 @@ export interface ChallengeFrame { t: 'chal'; v: number; sn: string }
  * secret; the device goes up only when it checks out.
  */
 export interface WelcomeFrame { t: 'ok'; hb: number; mac: string }
-/** Execute an action. `rid` is the request_id: a repeat never executes twice. */
-export interface CommandFrame { t: 'cmd'; rid: string; a: ActionName; p: Record<string, unknown> }
+/**
+ * Execute an action. `rid` is the request_id: a repeat never executes twice. `k`, when present, is a
+ * `rack` riding along (the host journaled the result of request `k`): the device drops that result from
+ * its outbox before it looks at this command, as if a `rack` frame had come first.
+ */
+export interface CommandFrame { t: 'cmd'; rid: string; a: ActionName; p: Record<string, unknown>; k?: string }
 /**
  * The host has journaled the result of `rid`: drop it from the outbox. It may wait up to the host's
  * RACK_RIDE_MS (20 ms) to share a socket write with the next frame to the device; it always comes
- * before that frame.
+ * before that frame, and inside it (`k`) when that frame is a `cmd`.
  */
 export interface ResultAckFrame { t: 'rack'; rid: string }
 /** Report your state now (a `state` frame with the same `q`); with `rid`, also that command's status. */
@@ -57,6 +61,7 @@ export function parseToDevice(text: unknown): ToDeviceParse {
     if (!isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
     if (typeof f.a !== 'string' || f.a.length === 0 || f.a.length > 32) return bad(t, 'a must name an action (up to 32 chars)', f.rid as string);
     if (!isObj(f.p)) return bad(t, 'p must be an object of arguments', f.rid as string);
+    if (f.k !== undefined && !isId(f.k)) return bad(t, 'k (a rack riding along) ' + ID_RULE, f.rid as string);
   } else if (t === 'hb') {
     if (f.ack !== undefined && !isId(f.ack)) return bad(t, 'ack ' + ID_RULE);
   } else if (t === 'rack') {

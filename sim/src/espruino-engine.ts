@@ -272,7 +272,8 @@ export class EspruinoEngine {
           break;
         }
         case 'R':
-          this.answer(a[1]!, () => String(g.read(Number(a[0]))));
+          // "R<pin>" or, for a digitalRead of an array, "R<pin>,<pin>,…": the bits, first pin most significant.
+          this.answer(a[1]!, () => String(a[0]!.split(',').reduce((v, p) => (v << 1) | g.read(Number(p)), 0)));
           break;
         case 'G':
           this.answer(a[1]!, () => g.getMode(Number(a[0])) ?? '-');

@@ -4,7 +4,8 @@
 //   straight to stdout with fflush per byte: no Nagle, no batching);
 // - Node → interpreter: watch edges in batches on a loopback TCP socket (Node sets TCP_NODELAY; the
 //   interpreter reads at most 536 bytes per socket per turn of its idle loop);
-// - digitalRead/getPinMode are synchronous on the chip, so they are a round trip: the read request
+// - digitalRead/getPinMode are synchronous on the chip, so they are a round trip (one for a
+//   digitalRead of an array of pins, as it is one native call on the chip): the read request
 //   goes out on stdout (after every earlier write, in order) and the shim blocks reading the named
 //   pipe `pins.fifo` in its working folder until Node answers there (a busy-wait on a plain file
 //   was an order of magnitude slower, because it competes with Node for the CPU). The level read is the model's level after every earlier write, never a stale mirror.
@@ -66,7 +67,7 @@ function pin(p){var n=(typeof p=='string'&&p.charAt(0)=='D')?parseInt(p.substr(1
 function ask(m){Q++;tx(m+' '+Q);var k,s,i;for(k=0;k<3;k++){try{s=fs.readFileSync('pins.fifo');}catch(e){s='';}if(s){i=s.indexOf(' ');if(s.substr(0,i)==Q)return s.substr(i+1);}}
 print('sim: no answer from the rig model to '+m);return '';}
 global.digitalWrite=function(p,v){if(Array.isArray(p)){var x=v|0,k;for(k=p.length-1;k>=0;k--){tx('W'+pin(p[k])+' '+(x&1));x>>=1;}return;}tx('W'+pin(p)+' '+(v?1:0));};
-global.digitalRead=function(p){if(Array.isArray(p)){var x=0,k;for(k=0;k<p.length;k++)x=(x<<1)|(+ask('R'+pin(p[k])));return x;}return +ask('R'+pin(p));};
+global.digitalRead=function(p){if(Array.isArray(p)){var a=[],k;for(k=0;k<p.length;k++)a.push(pin(p[k]));return +ask('R'+a.join(','));}return +ask('R'+pin(p));};
 global.pinMode=function(p,m,a){var n=pin(p);if(m===undefined||m=='auto'){tx('M'+n+' auto');return;}if(MODES.indexOf(m)<0){tx('M'+n+' auto');throw new Error('Unknown pin mode');}tx('M'+n+' '+m+(a?' a':''));};
 global.getPinMode=function(p){var m=ask('G'+pin(p));return m=='-'?undefined:m;};
 global.analogRead=function(p){return +ask('a'+pin(p));};

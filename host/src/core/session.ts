@@ -101,13 +101,22 @@ export class Session {
 
   send(f: ToDeviceFrame): void {
     if (this.waitingForNext.length === 0) return this.link.send(this.text(f));
-    // Waiting racks first: sealed before this frame, their counters come first too.
-    const texts = this.waitingForNext.map((r) => this.text(r));
+    const waiting = this.waitingForNext;
     this.waitingForNext = [];
     this.clock.clearTimeout(this.aloneTimer);
     this.aloneTimer = undefined;
+    // A command takes the newest waiting rack inside itself (`k`): the device unseals and parses one
+    // frame fewer per command, and handles `k` before the command, where the rack frame would have come.
+    const last = waiting[waiting.length - 1];
+    if (f.t === 'cmd' && f.k === undefined && last.t === 'rack') {
+      waiting.pop();
+      f = { ...f, k: last.rid };
+    }
+    // Other waiting racks first: sealed before this frame, their counters come first too.
+    const texts = waiting.map((r) => this.text(r));
     texts.push(this.text(f));
-    if (this.link.sendBatch) this.link.sendBatch(texts);
+    if (texts.length === 1) this.link.send(texts[0]);
+    else if (this.link.sendBatch) this.link.sendBatch(texts);
     else for (const t of texts) this.link.send(t);
   }
 

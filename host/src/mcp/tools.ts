@@ -45,7 +45,7 @@ export interface McpOptions {
   exposure?: Exposure;
 }
 
-/** How long an action tool waits for the device's acknowledgement before answering. */
+/** How long an action tool waits for the device's acknowledgement (or, for an action that sends none, its result) before answering. */
 const ACK_WAIT_MS = 1500;
 /** How long an action waits for a booting or reconnecting device before it is rejected DEVICE_OFFLINE. */
 const BOOT_WAIT_MS = 5000;
@@ -212,7 +212,11 @@ export function createMcpServer(core: HostCore, opts: McpOptions = {}): McpServe
   return server;
 }
 
-/** Give the device a moment to acknowledge, so `accepted` reflects the device and not just the host. */
+/**
+ * Give the device a moment to acknowledge, so `accepted` reflects the device and not just the host. An
+ * action that ends within its settle time (a relay, a sensor read, a servo) sends no ack: its first word
+ * is its result, so the answer is then already terminal.
+ */
 async function untilAcked(core: HostCore, s: CommandStatus): Promise<CommandStatus> {
   return (await core.commands.waitFor(s.command_id, (n) => n.state !== 'sent', ACK_WAIT_MS))!;
 }
