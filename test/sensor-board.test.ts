@@ -122,6 +122,44 @@ describe('the simulator sensor models', () => {
     expect(() => m.setFault('co2', 'crc')).toThrow('no sensor "co2" on this rig; sensors: air_temp, air_rh, heater_current, heater_amps');
   });
 
+  it('each answer is reported to the chaos checker as what its bytes are: stuck with crc on the same chip sends the frozen frame corrupted (chaos seed 5000), and a crc fault set during a conversion does not touch it', () => {
+    const { clock, m } = setup(true);
+    const told: [string, boolean][] = [];
+    m.observer = (id, good) => void told.push([id, good]);
+    const take = () => {
+      m.i2cWrite(0x44, [0x24, 0x00]);
+      clock.advance(20);
+      return m.i2cRead(0x44, 6)!;
+    };
+    const intact = (d: number[]) => crc8(d, 0, 2) === d[2] && crc8(d, 3, 2) === d[5];
+
+    m.setFault('air_temp', 'stuck');
+    const frozen = take();
+    expect(intact(frozen)).toBe(true);
+    m.setFault('air_rh', 'crc'); // air_temp and air_rh are one SHT3x at 0x44: its CRC bytes go bad
+    told.length = 0;
+    const d = take();
+    expect([d[0], d[1], d[3], d[4]]).toEqual([frozen[0], frozen[1], frozen[3], frozen[4]]);
+    expect(intact(d)).toBe(false);
+    expect(told).toEqual([['air_temp', false], ['air_rh', false]]);
+
+    // The fault moves between the trigger and the read: the answer is the conversion's, and so is its report.
+    m.setFault('air_temp', null);
+    m.setFault('air_rh', null);
+    m.i2cWrite(0x44, [0x24, 0x00]);
+    m.setFault('air_rh', 'crc');
+    clock.advance(20);
+    told.length = 0;
+    expect(intact(m.i2cRead(0x44, 6)!)).toBe(true);
+    expect(told).toEqual([['air_temp', true], ['air_rh', true]]);
+    m.i2cWrite(0x44, [0x24, 0x00]);
+    m.setFault('air_rh', null);
+    clock.advance(20);
+    told.length = 0;
+    expect(intact(m.i2cRead(0x44, 6)!)).toBe(false);
+    expect(told).toEqual([['air_temp', false], ['air_rh', false]]);
+  });
+
   it('drift: the reading walks up by 0.5 % of the range per second from when the fault was set, plausible until it leaves the range; clearing it reads true again', () => {
     const { clock, m } = setup(true);
     const take = () => {

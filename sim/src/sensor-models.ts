@@ -61,6 +61,8 @@ class Sht3xChip {
   private readyAt = Infinity;
   private data: number[] | null = null;
   private stuck: number[] | null = null;
+  /** The pending conversion's CRC bytes are corrupted (a crc fault when it was triggered). */
+  private corrupt = false;
   constructor(
     private readonly clock: Clock,
     private readonly sensors: SensorModels,
@@ -94,21 +96,32 @@ class Sht3xChip {
     }
     const d = this.data.slice(0, n);
     this.data = null;
-    for (const x of this.defs) this.sensors.observed(x.id, !this.fault('crc'), null);
+    for (const x of this.defs) this.sensors.observed(x.id, !this.corrupt, null);
     return d;
   }
 
+  /**
+   * The frame of one conversion: the frozen one while stuck, else a new one; with a crc fault its
+   * CRC bytes are corrupted, whichever it is. `corrupt` keeps what this conversion's bytes are for
+   * the answer's report: a stuck frame was once returned before the corruption (stuck on air_temp
+   * and crc on air_rh of the same chip: intact bytes reported as a CRC failure, chaos seed 5000), and
+   * a crc fault set or cleared during the conversion must not change the verdict of its bytes.
+   */
   private measure(): number[] {
-    if (this.fault('stuck') && this.stuck) return this.stuck.slice();
-    const t = this.sensors.value(this.defs.find((d) => d.quantity === 'temperature')?.id, 22.5);
-    const h = this.sensors.value(this.defs.find((d) => d.quantity === 'humidity')?.id, 45);
-    const rt = clampWord(((t + 45) * 65535) / 175);
-    const rh = clampWord((h * 65535) / 100);
-    const b = [rt >> 8, rt & 0xff, 0, rh >> 8, rh & 0xff, 0];
-    b[2] = crc8(b, 0, 2);
-    b[5] = crc8(b, 3, 2);
-    this.stuck = b.slice();
-    if (this.fault('crc')) {
+    let b: number[];
+    if (this.fault('stuck') && this.stuck) b = this.stuck.slice();
+    else {
+      const t = this.sensors.value(this.defs.find((d) => d.quantity === 'temperature')?.id, 22.5);
+      const h = this.sensors.value(this.defs.find((d) => d.quantity === 'humidity')?.id, 45);
+      const rt = clampWord(((t + 45) * 65535) / 175);
+      const rh = clampWord((h * 65535) / 100);
+      b = [rt >> 8, rt & 0xff, 0, rh >> 8, rh & 0xff, 0];
+      b[2] = crc8(b, 0, 2);
+      b[5] = crc8(b, 3, 2);
+      this.stuck = b.slice();
+    }
+    this.corrupt = this.fault('crc');
+    if (this.corrupt) {
       b[2] ^= 0x5a;
       b[5] ^= 0x5a;
     }

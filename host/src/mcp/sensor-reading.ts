@@ -35,7 +35,7 @@ export function stateOf(state: DeviceState | null | undefined, id: string): Sens
 }
 
 /** The last reading of sensor `s` of device `dev` from the host's state cache (source "cache"). */
-export function cachedReading(core: HostCore, dev: string, s: SensorDef, now = Date.now()): Reading {
+export function cachedReading(core: HostCore, dev: string, s: SensorDef, now = core.clock.now()): Reading {
   const v = core.devices.view(dev);
   const r = stateOf(v?.state, s.id);
   const base = { device_id: dev, sensor: s.id, label: s.label ?? null, unit: s.unit, source: 'cache' as const, command_id: null, detail: null };

@@ -6,6 +6,7 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { findSensor, type SensorDef } from '@proofrig/protocol';
+import type { TimerHandle } from '@proofrig/protocol/clock';
 import type { HostCore } from '../core/host.js';
 import { cachedReading, staleAt, stateOf } from './sensor-reading.js';
 
@@ -20,7 +21,7 @@ interface Watch {
   sensor: SensorDef;
   /** The device's boot and the reading's uptime and status: a new reading changes it. */
   key: string;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  timer: TimerHandle | undefined;
 }
 
 export class SensorResources {
@@ -91,7 +92,7 @@ export class SensorResources {
   unsubscribe(uri: string): void {
     const w = this.watches.get(uri);
     if (!w) return;
-    clearTimeout(w.timer);
+    this.core.clock.clearTimeout(w.timer);
     this.watches.delete(uri);
   }
 
@@ -122,20 +123,29 @@ export class SensorResources {
     return r ? `${boot}/${r.at}/${r.st}/${r.v}` : `${boot}/none`;
   }
 
-  /** A timer at the moment the reading turns stale; a timer that wakes early sets itself again. */
-  private arm(uri: string, w: Watch): void {
-    clearTimeout(w.timer);
+  /**
+   * A timer at the moment the reading turns stale, from one reading of the clock. A timer can wake
+   * before the clock says it is due (Node arms it from the event loop's cached time, which lags the
+   * wall clock on a busy host): it then sets itself again for what is left, from the same `now` it
+   * found the reading fresh at. Reading the clock a second time to set that timer once let the
+   * moment pass in between: the reading was stale by then, no timer was set and the subscriber was
+   * never told (test/mcp-sensor-stale-timer.test.ts).
+   */
+  private arm(uri: string, w: Watch, now = this.core.clock.now()): void {
+    this.core.clock.clearTimeout(w.timer);
     w.timer = undefined;
-    const at = staleAt(cachedReading(this.core, w.dev, w.sensor), w.sensor);
+    const at = staleAt(cachedReading(this.core, w.dev, w.sensor, now), w.sensor);
     if (at === null) return;
-    w.timer = setTimeout(() => {
-      w.timer = undefined;
-      if (this.watches.get(uri) !== w) return;
-      const r = cachedReading(this.core, w.dev, w.sensor);
-      if (r.status !== 'SENSOR_STALE') return this.arm(uri, w);
-      this.core.log.debug({ evt: 'sensor_stale', uri, measured_at: r.measured_at, age_ms: r.age_ms }, 'a subscribed sensor reading went stale');
-      this.updated(uri);
-    }, Math.max(0, at - Date.now()));
-    w.timer.unref?.();
+    w.timer = this.core.clock.setTimeout(() => this.wake(uri, w), at - now);
+  }
+
+  private wake(uri: string, w: Watch): void {
+    w.timer = undefined;
+    if (this.watches.get(uri) !== w) return;
+    const now = this.core.clock.now();
+    const r = cachedReading(this.core, w.dev, w.sensor, now);
+    if (r.status !== 'SENSOR_STALE') return this.arm(uri, w, now);
+    this.core.log.debug({ evt: 'sensor_stale', uri, measured_at: r.measured_at, age_ms: r.age_ms }, 'a subscribed sensor reading went stale');
+    this.updated(uri);
   }
 }
