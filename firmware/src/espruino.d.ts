@@ -41,6 +41,8 @@ declare var E: {
   toUint8Array?: (s: string) => Uint8Array;
   /** An ArrayBuffer over the string's own bytes (Espruino: a reference, not a copy). */
   toArrayBuffer?: (s: string) => ArrayBuffer;
+  /** Each element of `from` looked up in `map` and written to `to`, natively (one pass, no JavaScript per element). */
+  mapInPlace?: (from: Uint8Array, to: Uint8Array, map: Uint8Array) => void;
   /** Reset the chip when the idle loop is not reached for `timeout` s (auto-kicked there unless isAuto is false). */
   enableWatchdog?: (timeout: number, isAuto?: boolean) => void;
 };

@@ -5,10 +5,11 @@
 import type { WsFrame, WsUrl } from '@proofrig/protocol/wscodec';
 import {
   OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT, WS_MORE, WS_TOO_BIG,
-  wsDecode, wsEncode, wsLen, wsRequest, wsResponse, wsUrl,
+  wsDecode, wsLen, wsRequest, wsResponse, wsUrl, WS_MAX,
 } from '@proofrig/protocol/wscodec';
+import { maskedFrame } from './mask';
 import { MEM_CHECK_MIN, memFree, memNeed } from './mem';
-import { randBytes, randMask } from './rand';
+import { randBytes } from './rand';
 import { nowMs } from './clock';
 
 /** Longest upgrade response header we wait for. */
@@ -56,7 +57,7 @@ function raw(bytes: string): void {
 }
 
 function ctl(op: number, payload: string): void {
-  raw(wsEncode(op, payload, randMask()));
+  raw(maskedFrame(op, payload));
 }
 
 /** Close on purpose: a close frame if the link is open, then end the socket. No onClose. */
@@ -86,12 +87,11 @@ function dead(why: string, code?: number): void {
 /** Send a text message given as its UTF-8 bytes. false when the link is not open or the message is over 65535 bytes. */
 export function wsSend(bytes: string): boolean {
   if (st !== 3) return false;
-  const f = wsEncode(OP_TEXT, bytes, randMask());
-  if (!f) {
+  if (bytes.length > WS_MAX) {
     log('message of ' + bytes.length + ' bytes is too long for one frame; not sent');
     return false;
   }
-  raw(f);
+  raw(maskedFrame(OP_TEXT, bytes));
   return true;
 }
 

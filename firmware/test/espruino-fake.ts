@@ -252,7 +252,14 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
     clearInterval: clear,
     btoa: (s: string) => Buffer.from(s, 'latin1').toString('base64'),
     // Espruino's E.hwRand is C rand(): the same sequence after every boot; a constant is the worst case.
-    E: { hwRand: () => 12345, toString: (b: ArrayBuffer) => Buffer.from(b).toString('latin1') },
+    E: {
+      hwRand: () => 12345,
+      toString: (b: ArrayBuffer | Uint8Array) => Buffer.from(b as ArrayBuffer).toString('latin1'),
+      toUint8Array: (s: string) => new Uint8Array(Buffer.from(s, 'latin1')),
+      mapInPlace: (f: Uint8Array, t: Uint8Array, m: Uint8Array) => {
+        for (let i = 0; i < f.length && i < t.length; i++) t[i] = m[f[i]!]!;
+      },
+    },
     process: { memory: () => ({ free: 4321, usage: 100, total: 4421 }) },
     require: (name: string) => {
       if (name === 'Storage')

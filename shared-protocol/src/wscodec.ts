@@ -49,7 +49,7 @@ const PAD = '\0'.repeat(16);
  * copy (E.toUint8Array, then E.toString) cost much of the firmware's instructions per relay command,
  * mostly in finding room for the flat buffers (docs/performance.md, "Measurements behind the code").
  */
-const IN_PLACE = ((): boolean => {
+export const IN_PLACE = ((): boolean => {
   if (typeof E === 'undefined' || !E.toArrayBuffer) return false;
   const c = PAD.substr(0, 4) + PAD.substr(0, 4);
   new Uint8Array(E.toArrayBuffer(c))[0] = 65;
@@ -105,10 +105,15 @@ export function wsMask(d: string, k: string, o: number): string {
 export function wsEncode(op: number, d: string, mask: string): string {
   const n = d.length;
   if (n > WS_MAX) return '';
-  const m = mask.length === 4 ? 0x80 : 0;
-  let h = String.fromCharCode(0x80 | op);
-  h += n < 126 ? String.fromCharCode(m | n) : String.fromCharCode(m | 126, n >> 8, n & 255);
+  const m = mask.length === 4;
+  const h = wsHead(op, n, m);
   return m ? h + mask + wsMask(d, mask, 0) : h + d;
+}
+
+/** The header of one final frame of n payload bytes (n ≤ WS_MAX), with the mask bit when masked (the 4-byte key follows it). */
+export function wsHead(op: number, n: number, masked: boolean): string {
+  const m = masked ? 0x80 : 0;
+  return String.fromCharCode(0x80 | op) + (n < 126 ? String.fromCharCode(m | n) : String.fromCharCode(m | 126, n >> 8, n & 255));
 }
 
 /** Payload length the frame header at the start of b declares, or -1 while the header is incomplete or not a plain length. */

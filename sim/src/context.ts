@@ -292,6 +292,14 @@ export function createFirmwareContext(deps: ContextDeps): FirmwareContext {
     toString: fn((...args: unknown[]) => latin1Of(args)),
     toUint8Array: fn((...args: unknown[]) => new C.Uint8Array(bytesOf(args))),
     toArrayBuffer: fn((s: unknown) => new C.Uint8Array(bytesOf([String(s)])).buffer),
+    // Only the table form the firmware uses (a typed array or array as map, one element to one).
+    mapInPlace: fn((from: unknown, to: unknown, map: unknown, bits?: unknown) => {
+      if (bits !== undefined && bits !== 0) throw new Error('E.mapInPlace: bits is not simulated');
+      const f = from as ArrayLike<number>;
+      const t = to as { [i: number]: number; length: number };
+      const m = map as ArrayLike<number> | undefined;
+      for (let i = 0; i < f.length && i < t.length; i++) t[i] = m ? m[f[i]!]! : f[i]!;
+    }),
     reboot: fn(() => deps.reboot('E.reboot()')),
     getErrorFlags: fn(() => realm.arr([])),
     enableWatchdog: fn((timeout: unknown, isAuto?: unknown) => {
