@@ -96,7 +96,7 @@ class Callgrind {
 }
 
 export interface FirmwareCost {
-  /** Instructions per relay command (ch 3: write, settle, pin read-back, res + rack frames). */
+  /** Instructions per relay command (ch 3: the cmd frame with the previous rack inside, write, settle, pin read-back, the res frame). */
   perCommand: number;
   /** Instructions in callbacks from boot to the device online with its state read (connect, hello/chal/auth/ok, first state). */
   handshake: number;

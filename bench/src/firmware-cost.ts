@@ -36,7 +36,7 @@ export async function firmwareCostRows(row: RowFn, notes: string[]): Promise<voi
   const c = await firmwareCost({ binary: bin, commands: 20 });
   const floor = await floorCost({ binary: bin, frames: 20 });
   const M = (n: number) => n / 1e6;
-  row({ group: 'firmware', what: 'firmware CPU per relay command (ch 3: cmd, ack, host hb, res, rack), x86-64 instructions in JS callbacks (callgrind), M', value: M(c.perCommand), unit: 'M instr', baseline: 'floor script per frame in+out (JSON.parse + native SHA-256 + JSON.stringify + socket write), M', base: M(floor), target: '≤ 6 M', ok: c.perCommand <= TARGET });
+  row({ group: 'firmware', what: 'firmware CPU per relay command (ch 3: cmd carrying the previous rack, res), x86-64 instructions in JS callbacks (callgrind), M', value: M(c.perCommand), unit: 'M instr', baseline: 'floor script per frame in+out (JSON.parse + native SHA-256 + JSON.stringify + socket write), M', base: M(floor), target: '≤ 6 M', ok: c.perCommand <= TARGET });
   row({ group: 'firmware', what: 'firmware CPU for the handshake (connect, hello/chal/auth/ok, first state), M instructions', value: M(c.handshake), unit: 'M instr', baseline: 'one relay command, M', base: M(c.perCommand) });
   const [lo, hi] = esp32Ms(c.perCommand);
   const [hlo, hhi] = esp32Ms(c.handshake);
