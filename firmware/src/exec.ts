@@ -98,15 +98,44 @@ function findAction(a: string): Action | null {
   return i < 0 ? null : ACTIONS[i];
 }
 
+/** Why a command is refused while the e-stop is latched (made once: a literal is lexed at every call). */
+const LATCHED = 'e-stop latched: every output is held off until an operator clears it (estop_clear); nothing was done';
+
+/**
+ * A command frame. The common case (a new request_id for a known action) stays in this short
+ * function and start(); everything rare is out of line in cmdRare(), since Espruino lexes a
+ * function's whole text, skipped branches included, at every call.
+ */
 function onCmd(f: CommandFrame): void {
   // A rack riding along comes first, as its own frame would have.
   if (f.k !== undefined) ringAck(f.k);
+  const a = findAction(f.a);
+  const i = a && ringFind(f.rid) < 0 && f.rid.indexOf(EV) !== 0 ? take(f, a) : cmdRare(f, a);
+  if (i >= 0) start(i, f, a as Action);
+}
+
+/** A slot for a new request_id, or -1 when the outbox is full (then answered here). */
+function take(f: CommandFrame, a: Action | null): number {
+  const i = ringAdd(f.rid);
+  if (i >= 0) return i;
+  if (a && a.al && a.pre && !a.chk(f.p, B)) {
+    // A stop still halts the axes with the outbox full; there is no slot to verify it from.
+    a.pre(f.p);
+    sessionSendJson(resultJson(f.rid, 'unverified', 'none', false, 0, undefined, 'steps switched off, not verified: the outbox is full'));
+    return -1;
+  }
+  sessionSendJson(resultJson(f.rid, 'rejected', 'none', false, 0, 'BUSY',
+    'outbox full: all ' + DEDUPE_RING_SIZE + ' result slots are running or await the host\'s rack; nothing was done'));
+  return -1;
+}
+
+/** A reserved request_id, a repeat, or an unknown action: the slot to run it in (a repeated stop), else -1 (answered here). */
+function cmdRare(f: CommandFrame, a: Action | null): number {
   const rid = f.rid;
   if (rid.indexOf(EV) === 0) {
     sessionSendJson(resultJson(rid, 'rejected', 'none', false, 0, 'INVALID_ARGS', 'request ids starting with "' + EV + '" are reserved for device events; nothing was done'));
-    return;
+    return -1;
   }
-  const a = findAction(f.a);
   let i = ringFind(rid);
   if (i >= 0) {
     // An always-executing action (stop) is never deduplicated away: it runs again and its fresh
@@ -114,44 +143,38 @@ function onCmd(f: CommandFrame): void {
     if (!a || !a.al || AN[i] !== a.n) {
       if (ringState(i) === DONE) sessionSendJson(ringResult(i));
       else sessionSend({ t: 'ack', rid: rid, st: 'running' });
-      return;
+      return -1;
     }
     ringRerun(i);
-  } else i = ringAdd(rid);
-  if (i < 0) {
-    if (a && a.al && a.pre && !a.chk(f.p, B)) {
-      // A stop still halts the axes with the outbox full; there is no slot to verify it from.
-      a.pre(f.p);
-      sessionSendJson(resultJson(rid, 'unverified', 'none', false, 0, undefined,
-        'steps switched off, not verified: the outbox is full'));
-      return;
-    }
-    sessionSendJson(resultJson(rid, 'rejected', 'none', false, 0, 'BUSY',
-      'outbox full: all ' + DEDUPE_RING_SIZE + ' result slots are running or await the host\'s rack; nothing was done'));
-    return;
+    return i;
   }
+  // An unknown action: refused, and remembered like any result.
+  i = take(f, a);
+  if (i < 0) return -1;
   T0[i] = nowMs();
-  AN[i] = a ? a.n : '';
-  if (!a) {
-    const names: string[] = [];
-    for (let k = 0; k < ACTIONS.length; k++) names.push(ACTIONS[k].n);
-    return reject(i, 'UNKNOWN_ACTION', 'this device does not implement ' + echo(f.a) + '; it implements ' + names.join(', '));
-  }
-  let why = a.chk(f.p, B);
+  AN[i] = '';
+  const names: string[] = [];
+  for (let k = 0; k < ACTIONS.length; k++) names.push(ACTIONS[k].n);
+  reject(i, 'UNKNOWN_ACTION', 'this device does not implement ' + echo(f.a) + '; it implements ' + names.join(', '));
+  return -1;
+}
+
+/** Check a command in slot i against its action and the interlocks, then start it (or refuse it, remembered). */
+function start(i: number, f: CommandFrame, a: Action): void {
+  T0[i] = nowMs();
+  AN[i] = a.n;
+  const p = f.p;
+  let why = a.chk(p, B);
   if (why) return reject(i, 'INVALID_ARGS', why);
   estopPoll();
-  if (latched() && !a.al && a !== ESTOP_CLEAR)
-    return reject(i, 'ESTOP_LATCHED', 'e-stop latched: every output is held off until an operator clears it (estop_clear); nothing was done');
-  why = a.nh ? a.nh(f.p) : null;
-  if (why) return reject(i, 'NOT_HOMED', why);
-  why = a.busy(f.p);
-  if (why) return reject(i, 'BUSY', why);
-  why = a.rest ? a.rest(f.p) : null;
-  if (why) return reject(i, 'MIN_OFF_TIME', why);
+  if (latched() && !a.al && a !== ESTOP_CLEAR) return reject(i, 'ESTOP_LATCHED', LATCHED);
+  if (a.nh && (why = a.nh(p))) return reject(i, 'NOT_HOMED', why);
+  if ((why = a.busy(p))) return reject(i, 'BUSY', why);
+  if (a.rest && (why = a.rest(p))) return reject(i, 'MIN_OFF_TIME', why);
   try {
-    if (a.pre) a.pre(f.p);
-    if (a.ak) sessionSend({ t: 'ack', rid: rid, st: 'accepted' });
-    a.run(i, f.p, finish);
+    if (a.pre) a.pre(p);
+    if (a.ak) sessionSend({ t: 'ack', rid: f.rid, st: 'accepted' });
+    a.run(i, p, finish);
   } catch (e) {
     if (ringState(i) !== DONE) finish(i, 'failed', 'none', false, 'INTERNAL', a.n + ' threw: ' + clip('' + e, 200));
   }

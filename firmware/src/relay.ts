@@ -39,37 +39,43 @@ function idx(ch: unknown): number {
   return CHS.indexOf(ch as number);
 }
 
+/**
+ * The settle time passed: the verdict of the board's feedback. Each verdict and its message is its
+ * own function, since Espruino lexes a function's whole text at every call, skipped branches too.
+ */
 function settle(i: number): void {
   ST[i] = undefined;
-  if (SLOT[i] < 0) return;
+  const slot = SLOT[i];
+  if (slot < 0) return;
   const r = RL[i];
   const fb = r.feedback;
-  const slot = SLOT[i];
-  const lv = LV[i];
-  const on = CMD[i] === true;
-  const sw = on ? 'on' : 'off';
   SLOT[i] = -1;
-  if (fb.kind === 'none') {
-    return done(slot, 'unverified', 'none', false, undefined,
-      r.name + ' (GPIO' + r.pin + '): wrote ' + lv + ' to switch ' + sw + '; nothing observes this output, so the relay is not verified');
-  }
+  if (fb.kind === 'none') return unobserved(slot, r, i);
   const got = pinRead(r.pin);
-  if (got !== lv) {
-    return done(slot, 'failed', 'pin_readback', false, 'READBACK_MISMATCH',
-      r.name + ' (GPIO' + r.pin + '): wrote ' + lv + ', read back ' + got + ' after ' + r.settle_ms + ' ms');
+  if (got !== LV[i]) return mismatch(slot, r, LV[i], got);
+  if (fb.kind === 'load_current') return loadVerdict(slot, r, fb, CMD[i] === true, done);
+  if (fb.kind === 'aux_contact') return auxVerdict(slot, r, fb, CMD[i] === true);
+  done(slot, 'completed', 'pin_readback', true, undefined, r.name + ' (GPIO' + r.pin + '): read back ' + got + ' after ' + r.settle_ms + ' ms (only the MCU pin is observed)');
+}
+
+function unobserved(slot: number, r: RelayDef, i: number): void {
+  done(slot, 'unverified', 'none', false, undefined,
+    r.name + ' (GPIO' + r.pin + '): wrote ' + LV[i] + ' to switch ' + (CMD[i] === true ? 'on' : 'off') + '; nothing observes this output, so the relay is not verified');
+}
+
+function mismatch(slot: number, r: RelayDef, lv: number, got: number): void {
+  done(slot, 'failed', 'pin_readback', false, 'READBACK_MISMATCH', r.name + ' (GPIO' + r.pin + '): wrote ' + lv + ', read back ' + got + ' after ' + r.settle_ms + ' ms');
+}
+
+function auxVerdict(slot: number, r: RelayDef, fb: { pin: number; active_low?: boolean }, on: boolean): void {
+  const closed = pinRead(fb.pin) === (fb.active_low ? 0 : 1);
+  const sw = on ? 'on' : 'off';
+  if (closed !== on) {
+    return done(slot, 'failed', 'aux_contact', false, 'NO_FEEDBACK',
+      r.name + ': aux contact on GPIO' + fb.pin + ' stayed ' + (on ? 'open' : 'closed') + ' ' + r.settle_ms + ' ms after switching ' + sw);
   }
-  if (fb.kind === 'load_current') return loadVerdict(slot, r, fb, on, done);
-  if (fb.kind === 'aux_contact') {
-    const closed = pinRead(fb.pin) === (fb.active_low ? 0 : 1);
-    if (closed !== on) {
-      return done(slot, 'failed', 'aux_contact', false, 'NO_FEEDBACK',
-        r.name + ': aux contact on GPIO' + fb.pin + ' stayed ' + (on ? 'open' : 'closed') + ' ' + r.settle_ms + ' ms after switching ' + sw);
-    }
-    return done(slot, 'completed', 'aux_contact', true, undefined,
-      r.name + ': aux contact on GPIO' + fb.pin + ' ' + (on ? 'closed' : 'opened') + ' within ' + r.settle_ms + ' ms of switching ' + sw);
-  }
-  done(slot, 'completed', 'pin_readback', true, undefined,
-    r.name + ' (GPIO' + r.pin + '): read back ' + got + ' after ' + r.settle_ms + ' ms (only the MCU pin is observed)');
+  done(slot, 'completed', 'aux_contact', true, undefined,
+    r.name + ': aux contact on GPIO' + fb.pin + ' ' + (on ? 'closed' : 'opened') + ' within ' + r.settle_ms + ' ms of switching ' + sw);
 }
 
 function settler(i: number): () => void {

@@ -228,12 +228,15 @@ function dispatch(s: string): void {
   }
   const f = r.f;
   const t = f.t;
-  // The frames of every command first: one test, then straight to the executor.
+  // The frames of every command first: one test, then straight to the executor. The handshake's
+  // frames are out of line: Espruino lexes a function's whole text at every call.
   if (t === 'cmd' || t === 'rack' || t === 'q') {
     if (ph === 3) deliver(f);
-    return;
-  }
-  if (t === 'hb') return;
+  } else if (t !== 'hb') handshake(f);
+}
+
+/** err, chal and ok from the host. */
+function handshake(f: ToDeviceFrame): void {
   if (f.t === 'err') {
     log('host says ' + f.code + ': ' + clip(f.msg, 200));
     if (f.code === 'AUTH_FAILED' || f.code === 'PROTOCOL_VERSION') down('refused by the host', true);

@@ -18,9 +18,16 @@ function ascii(s: string): boolean {
   return !HIGH.test(s);
 }
 
-/** Encode a JS string to UTF-8 bytes. Lone surrogates become U+FFFD, as Node's Buffer does. */
+/**
+ * Encode a JS string to UTF-8 bytes. Lone surrogates become U+FFFD, as Node's Buffer does. The
+ * non-ASCII work is its own function: Espruino lexes a function's whole text at every call, so the
+ * ASCII path stays short (the same for utf8Dec).
+ */
 export function utf8Enc(s: string): string {
-  if (ascii(s)) return s;
+  return ascii(s) ? s : enc(s);
+}
+
+function enc(s: string): string {
   let o = '';
   const n = s.length;
   for (let i = 0; i < n; i++) {
@@ -49,7 +56,10 @@ export function utf8Enc(s: string): string {
 
 /** Decode UTF-8 bytes to a JS string. A malformed sequence becomes one U+FFFD per bad byte. */
 export function utf8Dec(b: string): string {
-  if (ascii(b)) return b;
+  return ascii(b) ? b : dec(b);
+}
+
+function dec(b: string): string {
   let o = '';
   const n = b.length;
   let i = 0;

@@ -142,12 +142,21 @@ function frames(s: EspSocket): void {
         inFrag = false;
         onText(m);
       }
-    } else if (op === OP_PING) {
-      ctlAt = nowMs();
-      ctl(OP_PONG, F.d);
-    } else if (op === OP_PONG) ctlAt = nowMs();
-    else if (op === OP_CLOSE) return dead('server closed the WebSocket', F.d.length >= 2 ? (F.d.charCodeAt(0) << 8) | F.d.charCodeAt(1) : 1000);
+    } else if (control(op)) return;
   }
+}
+
+/** A control frame (out of line: Espruino lexes a function's whole text at every call); true when the link closed. */
+function control(op: number): boolean {
+  if (op === OP_PING) {
+    ctlAt = nowMs();
+    ctl(OP_PONG, F.d);
+  } else if (op === OP_PONG) ctlAt = nowMs();
+  else if (op === OP_CLOSE) {
+    dead('server closed the WebSocket', F.d.length >= 2 ? (F.d.charCodeAt(0) << 8) | F.d.charCodeAt(1) : 1000);
+    return true;
+  }
+  return false;
 }
 
 function rxd(s: EspSocket, d: string): void {
