@@ -119,14 +119,17 @@ describe('on the real clock a rack rides with the next frame to its device', () 
     };
     return w;
   }
-  const kinds = (texts: string[]) => texts.map((t) => (JSON.parse(unseal(t)?.body ?? t) as { t: string }).t);
-
-  it("the waiter hears of the result before the rack is written, and the rack rides inside the next command (k), one frame instead of two", async () => {
-    // A ride long enough for any machine: the rack waits for the next command, however slow the submit.
+  /** A ride long enough for any machine: a rack waits for the next command, however slow the submit. */
+  async function onlineWithLongRide(): Promise<FakeDevice> {
     core.close();
     core = new HostCore({ db: newDb(), logger: pino({ level: 'silent' }), heartbeatMs: 60_000, rackRideMs: 60_000 });
     core.provision('rig1', SECRET, board);
-    const d = await online();
+    return online();
+  }
+  const kinds = (texts: string[]) => texts.map((t) => (JSON.parse(unseal(t)?.body ?? t) as { t: string }).t);
+
+  it("the waiter hears of the result before the rack is written, and the rack rides inside the next command (k), one frame instead of two", async () => {
+    const d = await onlineWithLongRide();
     const w = writes(d);
     const first = await core.submit({ device_id: 'rig1', action: 'relay.set', args: { ch: 1, on: true }, request_id: 'r1' });
     await flush();
@@ -143,10 +146,7 @@ describe('on the real clock a rack rides with the next frame to its device', () 
   });
 
   it('with several racks waiting, the next command carries the newest and the others go ahead of it in the same write', async () => {
-    core.close();
-    core = new HostCore({ db: newDb(), logger: pino({ level: 'silent' }), heartbeatMs: 60_000, rackRideMs: 60_000 });
-    core.provision('rig1', SECRET, board);
-    const d = await online();
+    const d = await onlineWithLongRide();
     const w = writes(d);
     await submitted(d, ['r1', 'r2']);
     oneRead(d, res(d, 'r1'), res(d, 'r2'));
