@@ -14,7 +14,8 @@ import type { Exposure } from './mcp/exposure.js';
 import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { lockJournal } from './journal-lock.js';
 import { FIRMWARE_FILE, FIRMWARE_MQTT_FILE } from './paths.js';
-import { MqttGateway } from './gateway/mqtt-gateway.js';
+// Only --broker needs mqtt.js: loaded with import() then.
+import type { MqttGateway } from './gateway/mqtt-gateway.js';
 import { loadOrCreateBrokerPassword } from './broker/host-password.js';
 import { HOST_USER } from './broker/mosquitto-auth.js';
 import { ephemeralTokens, loadOrCreateTokens, prepareStateDir, stateDir, type TokenSet } from './state-dir.js';
@@ -210,6 +211,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
       ? {}
       : { username: HOST_USER, password: o.db === ':memory:' ? undefined : loadOrCreateBrokerPassword(stateDir(o.db)) };
     try {
+      const { MqttGateway } = await import('./gateway/mqtt-gateway.js');
       mqtt = await MqttGateway.start({ url: brokerUrl.href, ...creds, log: o.logger }, (link) => core.attach(link));
     } catch (e) {
       await http.close();

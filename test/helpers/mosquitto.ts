@@ -4,7 +4,7 @@
 // mosquitto is not installed the specs skip with a one-line notice; with CI set that fails the run
 // (.ci/run installs it).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,8 +64,11 @@ function logged(log: string[], from: number, re: RegExp, ms: number, p: ChildPro
   });
 }
 
-/** Start a broker that knows these devices (more can be authorized later). */
-export async function startMosquitto(devices: { device_id: string; secret: string }[] = []): Promise<Broker> {
+/**
+ * Start a broker that knows these devices (more can be authorized later), or that uses the password
+ * and ACL files `proofrig broker acl` wrote (copied: the broker's user must be able to read them).
+ */
+export async function startMosquitto(devices: { device_id: string; secret: string }[] | { passwd: string; acl: string } = []): Promise<Broker> {
   const dir = mkdtempSync(join(tmpdir(), 'proofrig-mosquitto-'));
   // Started as root, mosquitto drops to the `mosquitto` user: it must be able to read its files.
   chmodSync(dir, 0o755);
@@ -74,7 +77,7 @@ export async function startMosquitto(devices: { device_id: string; secret: strin
     writeFileSync(join(dir, 'passwd'), a.passwd, { mode: 0o644 });
     writeFileSync(join(dir, 'acl'), a.acl, { mode: 0o644 });
   };
-  write(mosquittoAuth(devices, TEST_HOST_PASS));
+  write(Array.isArray(devices) ? mosquittoAuth(devices, TEST_HOST_PASS) : { passwd: readFileSync(devices.passwd, 'utf8'), acl: readFileSync(devices.acl, 'utf8') });
   writeFileSync(
     join(dir, 'mosquitto.conf'),
     [
