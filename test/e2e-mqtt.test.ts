@@ -56,6 +56,19 @@ describe.runIf(RUN).each(enginesUnderTest())('over MQTT on the %s engine', (engi
     expect(e.running.core.devices.session(RIG)!.link.remote).toBe(`mqtt ${RIG}`);
   });
 
+  // The vm engine runs lwIP's Nagle on the chip's socket (sim/src/net.ts); the interpreter's sockets are the OS's.
+  it.runIf(engine === 'vm')('no frame of the device waits for the broker\'s delayed ACK: it sends no lone PUBACKs (down is QoS 0) and the broker acknowledges each of its PUBLISHes at once', async () => {
+    e = await start(engine);
+    const rig = e.running.rigs.get(RIG)!;
+    const released: string[] = [];
+    rig.on('nagle', (by: string) => released.push(by));
+    for (let i = 0; i < 6; i++) {
+      const { final } = await e.act('relay_set', { device_id: RIG, channel: 3, on: i % 2 === 0 });
+      expect(final, e.story(final)).toMatchObject({ state: 'completed', evidence: 'pin_readback' });
+    }
+    expect(released.filter((by) => by === 'delack')).toEqual([]);
+  });
+
   it('a repeated request_id executes once: through MCP the same command, and a duplicate command frame through the broker replays the result without touching the pin', async () => {
     e = await start(engine);
     const rig = e.running.rigs.get(RIG)!;

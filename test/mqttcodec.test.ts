@@ -29,8 +29,9 @@ describe('what the device sends parses as the packet it means', () => {
     expect(c.will!.payload.toString()).toBe('offline 42');
   });
 
-  it('SUBSCRIBE at QoS 1 and PUBACK carry their packet ids', () => {
-    expect(parse(mqSubscribe(7, 'proofrig/d/down'))[0]).toMatchObject({ cmd: 'subscribe', messageId: 7, subscriptions: [{ topic: 'proofrig/d/down', qos: 1 }] });
+  it('SUBSCRIBE at the QoS asked and PUBACK carry their packet ids', () => {
+    expect(parse(mqSubscribe(7, 'proofrig/d/down', 0))[0]).toMatchObject({ cmd: 'subscribe', messageId: 7, subscriptions: [{ topic: 'proofrig/d/down', qos: 0 }] });
+    expect(parse(mqSubscribe(8, 'proofrig/d/down', 1))[0]).toMatchObject({ subscriptions: [{ topic: 'proofrig/d/down', qos: 1 }] });
     expect(parse(mqPuback(0x1234))[0]).toMatchObject({ cmd: 'puback', messageId: 0x1234 });
   });
 

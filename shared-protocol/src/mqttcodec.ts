@@ -93,9 +93,9 @@ export function mqConnect(id: string, keepalive: number, user: string, pass: str
   return fixed(0x10, b.length) + b;
 }
 
-/** SUBSCRIBE to one topic at QoS 1. */
-export function mqSubscribe(pid: number, topic: string): string {
-  const b = String.fromCharCode(pid >> 8, pid & 255) + str(topic) + '\x01';
+/** SUBSCRIBE to one topic at this QoS (0 or 1). */
+export function mqSubscribe(pid: number, topic: string, qos: number): string {
+  const b = String.fromCharCode(pid >> 8, pid & 255) + str(topic) + String.fromCharCode(qos);
   return fixed(0x82, b.length) + b;
 }
 
