@@ -92,6 +92,37 @@ describe.runIf(RUN).each(enginesUnderTest())('over MQTT on the %s engine', (engi
     expect(rig.writes(pinOf(3))).toBe(before + 1);
   });
 
+  it('a link drop between the result and its confirmation loses nothing: the result arrives after the device reconnects through the broker, once', async () => {
+    e = await start(engine);
+    const rig = e.running.rigs.get(RIG)!;
+    let dropped = false;
+    rig.on('write', (gpio: number) => {
+      if (gpio === pinOf(1) && !dropped) {
+        dropped = true;
+        rig.linkDrop({ direction: 'both', ms: 1000 });
+      }
+    });
+    const { final } = await e.act('relay_set', { device_id: RIG, channel: 1, on: true });
+    expect(dropped).toBe(true);
+    expect(final, e.story(final)).toMatchObject({ state: 'completed', evidence: 'aux_contact', verified: true });
+    expect(e.running.core.commands.history(final.command_id).filter((x) => x.state === 'completed')).toHaveLength(1);
+    expect(e.logs.filter((l) => l.command_id === final.command_id && l.phase === 'terminal')).toHaveLength(1);
+    expect(e.logs.some((l) => l.evt === 'device_offline'), e.story(final)).toBe(true);
+    expect(rig.writes(pinOf(1))).toBeGreaterThan(0);
+  });
+
+  it('a late will of an earlier connection does not end the current session', async () => {
+    e = await start(engine);
+    const session = e.running.core.devices.session(RIG)!;
+    observer = await hostClient();
+    // What the broker publishes when a connection the device has already replaced finally times out.
+    await observer.publishAsync(topicStatus(RIG), 'offline 1', { qos: 1, retain: true });
+    const { final } = await e.act('relay_set', { device_id: RIG, channel: 3, on: true });
+    expect(final, e.story(final)).toMatchObject({ state: 'completed', evidence: 'pin_readback' });
+    expect(e.running.core.devices.session(RIG)).toBe(session);
+    expect(e.logs.some((l) => l.evt === 'device_offline')).toBe(false);
+  });
+
   it('a rig that dies is marked offline by its last will, well before the host could miss its heartbeats', async () => {
     // A 2 s heartbeat: the host's own liveness check would take several seconds; the will comes at once.
     e = await start(engine, { heartbeatMs: 2000 });
