@@ -226,6 +226,13 @@ function packets(s: EspSocket): void {
 function rxd(s: EspSocket, d: string): void {
   if (sk !== s) return;
   rxAt = nowMs();
+  // The broker's PUBACK of each frame the device sent usually arrives alone: taken without the
+  // packet loop (a read of its own per frame sent; test/firmware-cost measures the difference).
+  if (!rx && d.length === 4 && d.charCodeAt(0) === 0x40) {
+    if (unacked) unacked--;
+    waitAt = rxAt;
+    return;
+  }
   rx += d;
   packets(s);
 }
