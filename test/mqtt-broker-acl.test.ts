@@ -1,7 +1,7 @@
 // `proofrig broker acl` and the broker enforcing it: a real Mosquitto loaded with the files the command
 // wrote from a journal gives each device only its own topics (user name = device id, password derived
 // from its secret) and the host all of them.
-import { existsSync, mkdtempSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -86,6 +86,18 @@ describe.runIf(RUN)('the broker ACL written by proofrig broker acl', () => {
 });
 
 describe('proofrig broker acl', () => {
+  it('a second run keeps the mode of the files the first one wrote (a broker\'s group given to them stays)', () => {
+    const db = journalWith([['dev-a', SECRET_A]]);
+    const dir = join(mkdtempSync(join(tmpdir(), 'proofrig-acl-out-')), 'broker');
+    const first = writeBrokerAcl(db, dir);
+    expect(statSync(first.passwd).mode & 0o777).toBe(0o640);
+    chmodSync(first.passwd, 0o644);
+    chmodSync(first.acl, 0o604);
+    const again = writeBrokerAcl(db, dir);
+    expect(statSync(again.passwd).mode & 0o777).toBe(0o644);
+    expect(statSync(again.acl).mode & 0o777).toBe(0o604);
+  });
+
   it('refuses a journal with a device id Mosquitto cannot take as a user name, naming it, and writes nothing', () => {
     const db = journalWith([
       ['dev-a', SECRET_A],
@@ -97,7 +109,13 @@ describe('proofrig broker acl', () => {
     expect(existsSync(join(dir, 'acl'))).toBe(false);
   });
 
-  it('refuses a journal that does not exist', () => {
-    expect(() => writeBrokerAcl('/nonexistent/journal.db', tmpdir())).toThrow(/journal \/nonexistent\/journal.db does not exist/);
+  it('before any journal exists, lets the host in and no device, and makes the host\'s password beside where the journal will be', () => {
+    const db = join(mkdtempSync(join(tmpdir(), 'proofrig-acl-')), 'state', 'journal.db');
+    const r = writeBrokerAcl(db, join(mkdtempSync(join(tmpdir(), 'proofrig-acl-out-')), 'broker'));
+    expect(r).toMatchObject({ journal: false, devices: [] });
+    const passwd = readFileSync(r.passwd, 'utf8');
+    expect(passwd.split('\n').filter(Boolean).map((l) => l.split(':')[0])).toEqual([HOST_USER]);
+    expect(existsSync(join(db, '..', 'broker-host-password'))).toBe(true);
+    expect(existsSync(db)).toBe(false);
   });
 });

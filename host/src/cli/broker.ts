@@ -1,12 +1,12 @@
 // `proofrig broker acl`: the MQTT broker's password and ACL files from the devices provisioned in a
 // journal (host/src/broker/mosquitto-auth.ts says who may do what), for Mosquitto's password_file
 // and acl_file. Run it again after provisioning a device, then reload the broker (SIGHUP).
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_DB } from '../paths.js';
 import { Journal } from '../core/journal/journal.js';
-import { stateDir } from '../state-dir.js';
+import { prepareStateDir, stateDir } from '../state-dir.js';
 import { loadOrCreateBrokerPassword, BROKER_PASSWORD_FILE } from '../broker/host-password.js';
 import { HOST_USER, mosquittoAuth } from '../broker/mosquitto-auth.js';
 
@@ -14,26 +14,44 @@ interface Out {
   write(text: string): unknown;
 }
 
-/** Write `passwd` and `acl` into dir (each whole or not at all); returns their paths. Throws before writing anything when a device cannot be a broker user. */
-export function writeBrokerAcl(db: string, dir: string): { passwd: string; acl: string; devices: string[] } {
-  if (!existsSync(db)) throw new Error(`journal ${db} does not exist (pass --db FILE)`);
-  const j = new Journal(db);
-  let devices: { device_id: string; secret: string }[];
-  try {
-    devices = j.devices().map((d) => ({ device_id: d.device_id, secret: d.secret }));
-  } finally {
-    j.close();
-  }
+/**
+ * Write `passwd` and `acl` into dir (each whole or not at all) for the journal's devices and the host
+ * (only the host while there is no journal yet); returns their paths. Throws before writing anything
+ * when a device cannot be a broker user.
+ */
+export function writeBrokerAcl(db: string, dir: string): { passwd: string; acl: string; devices: string[]; journal: boolean } {
+  let devices: { device_id: string; secret: string }[] = [];
+  // A bench starting out has no journal yet: the files then let the host in, and no device.
+  const journal = existsSync(db);
+  if (journal) {
+    const j = new Journal(db);
+    try {
+      devices = j.devices().map((d) => ({ device_id: d.device_id, secret: d.secret }));
+    } finally {
+      j.close();
+    }
+  } else prepareStateDir(stateDir(db));
   const auth = mosquittoAuth(devices, loadOrCreateBrokerPassword(stateDir(db)));
   mkdirSync(dir, { recursive: true });
   const out = { passwd: join(dir, 'passwd'), acl: join(dir, 'acl') };
   // Whole files only: a broker reloading meanwhile reads the old one or the new one. 0640: hashes
-  // only, but no reason for everyone to read them; the broker's group must (chgrp mosquitto).
+  // only, but no reason for everyone to read them; the broker's group must (chgrp mosquitto). A file
+  // written before keeps its mode, owner and group, so that setting survives the next run.
   for (const [file, text] of [[out.passwd, auth.passwd], [out.acl, auth.acl]] as const) {
-    writeFileSync(file + '.tmp', text, { mode: 0o640 });
-    renameSync(file + '.tmp', file);
+    const tmp = file + '.tmp';
+    writeFileSync(tmp, text, { mode: 0o640 });
+    if (existsSync(file)) {
+      const st = statSync(file);
+      chmodSync(tmp, st.mode & 0o777);
+      try {
+        chownSync(tmp, st.uid, st.gid);
+      } catch {
+        // Not ours to give away (not root): the new file stays this user's.
+      }
+    }
+    renameSync(tmp, file);
   }
-  return { ...out, devices: devices.map((d) => d.device_id) };
+  return { ...out, devices: devices.map((d) => d.device_id), journal };
 }
 
 export function registerBrokerCommand(program: Command, out: Out = process.stdout): void {
@@ -49,7 +67,7 @@ export function registerBrokerCommand(program: Command, out: Out = process.stdou
       const r = writeBrokerAcl(o.db, resolve(o.out));
       out.write(
         [
-          `wrote ${r.passwd} and ${r.acl}: the host (${HOST_USER}) and ${r.devices.length} device(s)${r.devices.length ? ': ' + r.devices.join(', ') : ''}`,
+          `wrote ${r.passwd} and ${r.acl}: the host (${HOST_USER}) and ${r.devices.length} device(s)${r.devices.length ? ': ' + r.devices.join(', ') : ''}${r.journal ? '' : ` (no journal at ${resolve(o.db)} yet: run this again once devices are provisioned)`}`,
           `the host's broker password is in ${join(stateDir(resolve(o.db)), BROKER_PASSWORD_FILE)}; serve --broker mqtt://HOST:PORT logs in with it`,
           'mosquitto.conf needs:',
           '  allow_anonymous false',
