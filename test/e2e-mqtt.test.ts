@@ -62,11 +62,17 @@ describe.runIf(RUN).each(enginesUnderTest())('over MQTT on the %s engine', (engi
     const rig = e.running.rigs.get(RIG)!;
     const released: string[] = [];
     rig.on('nagle', (by: string) => released.push(by));
+    observer = await hostClient();
+    const down: string[] = [];
+    observer.on('message', (_t, p) => down.push(p.toString()));
+    await observer.subscribeAsync(topicDown(RIG), { qos: 1 });
     for (let i = 0; i < 6; i++) {
       const { final } = await e.act('relay_set', { device_id: RIG, channel: 3, on: i % 2 === 0 });
       expect(final, e.story(final)).toMatchObject({ state: 'completed', evidence: 'pin_readback' });
     }
     expect(released.filter((by) => by === 'delack')).toEqual([]);
+    // A rack waiting for the next frame rode with it in one message, frames separated by '\n', and the device took both.
+    expect(down.some((m) => m.includes('"t":"rack"') && m.includes('\n{"t":"cmd"')), down.join('\n---\n')).toBe(true);
   });
 
   it('a repeated request_id executes once: through MCP the same command, and a duplicate command frame through the broker replays the result without touching the pin', async () => {

@@ -179,7 +179,15 @@ function got(): void {
   }
   if (d.substr(2, tl) !== tDown) return log('ignored a message on ' + d.substr(2, tl));
   if (p === d.length) return dead('the host closed the link');
-  onText(d.substr(p));
+  // Several frames in one message are separated by '\n' (the host's sendBatch); a handler that ended the link stops the rest.
+  const s = sk;
+  let i = d.indexOf('\n', p);
+  while (i >= 0 && sk === s) {
+    onText(d.substr(p, i - p));
+    p = i + 1;
+    i = d.indexOf('\n', p);
+  }
+  if (sk === s) onText(d.substr(p));
 }
 
 function packets(s: EspSocket): void {

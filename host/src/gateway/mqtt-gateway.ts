@@ -38,6 +38,15 @@ export class MqttLink implements Link {
     this.client.publish(topicDown(this.dev), text, { qos: 1 });
   }
 
+  /**
+   * Several frames in one PUBLISH, separated by '\n' (a byte no serialised frame contains: JSON escapes
+   * control characters); the firmware splits them. One packet and one read on the device instead of one per frame.
+   */
+  sendBatch(texts: string[]): void {
+    if (this.closed) return;
+    this.client.publish(topicDown(this.dev), texts.join('\n'), { qos: 1 });
+  }
+
   /** Host side: tell the device (an empty message on its down topic), then end the Link. */
   close(reason = 'closed'): void {
     if (this.closed) return;
