@@ -11,11 +11,13 @@
 //    children. Globals the code assigns are left alone.
 // 2. a `var` statement first in the function declares its names most-referenced first, so their
 //    children are created in that order; a later `var x = …` or `function x(){}` reuses the child.
-// Names are ranked by their references inside functions (code that runs at boot only is not counted).
+// Names are ranked by their references inside functions (code that runs at boot only is not counted);
+// where the list would take the file over check-espruino's size limit, the least used are left out.
 // Usage: node scripts/espruino-scope.js FILE
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as acorn from 'acorn';
 import * as walk from 'acorn-walk';
+import { DEFAULT_MAX_BYTES } from './espruino-compat.js';
 
 const file = process.argv[2];
 if (!file) throw new Error('usage: node scripts/espruino-scope.js FILE');
@@ -113,13 +115,18 @@ const rank = (m) => [...m.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] 
 const globals = rank(globalRefs).filter((n) => ALWAYS.has(n) && !assigned.has(n) && globalRefs.get(n) > 0);
 const hot = rank(topRefs).filter((n) => topRefs.get(n) >= MIN_REFS);
 
-const args = globals.join(',');
-const out =
+const shaped = (g, h) =>
   src.slice(0, iife.start) +
-  `function(${globals.join(',')}){` +
-  (hot.length ? `var ${hot.join(',')};` : '') +
+  `function(${g.join(',')}){` +
+  (h.length ? `var ${h.join(',')};` : '') +
   src.slice(iife.body.start + 1, call.expression.end - 1) +
-  args +
+  g.join(',') +
   src.slice(call.expression.end - 1);
+// The file must stay within the size check-espruino allows (the ESP32 keeps the source in JsVars):
+// the least used names are left out of the list first, then the least used globals.
+let out = shaped(globals, hot);
+while (Buffer.byteLength(out) > DEFAULT_MAX_BYTES && hot.length) out = shaped(globals, (hot.length = Math.max(0, hot.length - 8), hot));
+while (Buffer.byteLength(out) > DEFAULT_MAX_BYTES && globals.length) out = shaped((globals.length -= 1, globals), hot);
+if (Buffer.byteLength(out) > DEFAULT_MAX_BYTES) out = src;
 writeFileSync(file, out);
 console.log(`${file}: ${globals.length} globals as parameters, ${hot.length} of ${top.size} names declared first by use`);

@@ -50,6 +50,7 @@ describe('package boundaries', () => {
       'test/fixtures/espruino-probes/crypto-probe.ts -> firmware/src/sha256',
       'test/fixtures/espruino-probes/crypto-probe.ts -> firmware/src/utf8',
       'test/fixtures/espruino-probes/crypto-probe.ts -> shared-protocol/src/wscodec',
+      'test/fixtures/espruino-probes/crypto-probe.ts -> firmware/src/mask',
     ]);
   });
 });

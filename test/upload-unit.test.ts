@@ -38,7 +38,7 @@ async function codeOf(o: Partial<UploadOptions>): Promise<{ code: string; messag
 }
 
 describe('arguments', () => {
-  it('the host URL must be ws://HOST:PORT; /device is added', () => {
+  it('the host URL must be ws://HOST:PORT (/device is added) or mqtt://HOST[:PORT] (1883 by default)', () => {
     expect(normalizeHostUrl('ws://192.168.1.20:8787')).toBe('ws://192.168.1.20:8787/device');
     expect(normalizeHostUrl('ws://pc.local:8787/')).toBe('ws://pc.local:8787/device');
     expect(normalizeHostUrl('ws://pc:1/device')).toBe('ws://pc:1/device');
@@ -58,6 +58,13 @@ describe('arguments', () => {
     expect(bad('ws://0.0.0.0:8787')).toMatch(/listen address/);
     expect(bad('ws://pc:8787/mcp')).toMatch(/gateway is at \/device/);
     expect(bad('ws://pc:70000')).toMatch(/not 1\.\.65535/);
+    // A device that reaches the host through an MQTT broker.
+    expect(normalizeHostUrl('mqtt://broker.lan:1883')).toBe('mqtt://broker.lan:1883');
+    expect(normalizeHostUrl('mqtt://broker.lan')).toBe('mqtt://broker.lan:1883');
+    expect(bad('mqtts://broker.lan:8883')).toMatch(/plain mqtt:\/\/ only/);
+    expect(bad('mqtt://user:pw@broker.lan:1883')).toMatch(/no user/);
+    expect(bad('mqtt://broker.lan:1883/x')).toMatch(/no path/);
+    expect(bad('mqtt://0.0.0.0:1883')).toMatch(/listen address/);
     expect(bad('ws://[::1]:8787')).toBeTruthy();
   });
 

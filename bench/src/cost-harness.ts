@@ -22,6 +22,7 @@ import { newSecret } from '@proofrig/host/core';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 export const FIRMWARE_FILE = join(ROOT, 'firmware', 'dist', 'proofrig.js');
+export const FIRMWARE_MQTT_FILE = join(ROOT, 'firmware', 'dist', 'proofrig-mqtt.js');
 export const RELAY_BOARD_FILE = join(ROOT, 'boards', 'relay-rig-4ch.json');
 /** The function every JavaScript event callback of the interpreter runs in (jsinteractive.c). */
 const CALLBACK_FN = 'jsiExecuteEventCallbackInner';
@@ -122,9 +123,19 @@ export interface CostCommand {
   ends?: 'completed' | 'unverified';
 }
 
-export async function firmwareCost(o: { binary: string; firmware?: string; commands?: number; measure?: CostCommand }): Promise<FirmwareCost> {
+/**
+ * Measure through an MQTT broker instead of the direct WebSocket: `url` is what the host logs in with
+ * (mqtt://USER:PASS@HOST:PORT), `authorize` brings the broker's password file up to date once the
+ * rig is provisioned. The firmware then defaults to the MQTT build.
+ */
+export interface CostBroker {
+  url: string;
+  authorize: (devices: { device_id: string; secret: string }[]) => Promise<void>;
+}
+
+export async function firmwareCost(o: { binary: string; firmware?: string; commands?: number; measure?: CostCommand; broker?: CostBroker }): Promise<FirmwareCost> {
   const N = o.commands ?? 20;
-  const firmware = o.firmware ?? FIRMWARE_FILE;
+  const firmware = o.firmware ?? (o.broker ? FIRMWARE_MQTT_FILE : FIRMWARE_FILE);
   const cg = new Callgrind(o.binary);
   const board = { ...(JSON.parse(readFileSync(o.measure?.boardFile ?? RELAY_BOARD_FILE, 'utf8')) as BoardDef), device_processing_max_ms: 60000 };
   const running = await serve({
@@ -134,16 +145,19 @@ export async function firmwareCost(o: { binary: string; firmware?: string; comma
     // No heartbeat inside the measured stretches.
     heartbeatMs: 120000,
     offlineGraceMs: 120000,
+    broker: o.broker?.url,
   });
   const dev = 'cost-1';
   const secret = newSecret();
   running.core.provision(dev, secret, board, true);
+  await o.broker?.authorize([{ device_id: dev, secret }]);
+  const brokerAt = o.broker ? new URL(o.broker.url).host : '';
   const rig = new SimRig({
     engine: 'espruino',
     espruino: cg.bin,
     firmwarePath: firmware,
     seed: 1,
-    config: { dev, secret, host: `ws://127.0.0.1:${running.http.port}${DEVICE_PATH}`, board },
+    config: { dev, secret, host: o.broker ? `mqtt://${brokerAt}` : `ws://127.0.0.1:${running.http.port}${DEVICE_PATH}`, board },
   });
   try {
     rig.boot();

@@ -3,6 +3,8 @@
 
 /** Firmware version, replaced at build time from firmware/package.json. */
 declare const __FW_VERSION__: string;
+/** true in the MQTT build (dist/proofrig-mqtt.js: mqtt.ts stands in for ws.ts), false in the WebSocket one. */
+declare const __LINK_MQTT__: boolean;
 
 /** Seconds since power-on (float). */
 declare function getTime(): number;

@@ -6,6 +6,7 @@ import { CONFIG_FILE, isId } from '@proofrig/protocol';
 import { clockInit } from './clock';
 import { bootId, countBoot } from './ident';
 import { wsUrl } from '@proofrig/protocol/wscodec';
+import { mqttUrl } from '@proofrig/protocol/mqttcodec';
 import { execFrame, execInit, execResend } from './exec';
 import { sessionStart } from './session';
 
@@ -30,7 +31,10 @@ function configError(c: unknown): string | null {
   const g = c as Record<string, any>;
   if (!isId(g.dev)) return 'dev must be the device id';
   if (typeof g.secret !== 'string' || !g.secret) return 'secret must be a non-empty hex string';
-  if (!wsUrl(g.host)) return 'host must be ws://HOST:PORT/PATH';
+  // The bundle's transport decides which URL it can dial (__LINK_MQTT__: tsup.config.ts).
+  if (__LINK_MQTT__) {
+    if (!mqttUrl(g.host)) return 'host must be mqtt://HOST:PORT (this is the MQTT build of the firmware)';
+  } else if (!wsUrl(g.host)) return 'host must be ws://HOST:PORT/PATH';
   if (g.wifi !== undefined && (typeof g.wifi !== 'object' || !g.wifi || typeof g.wifi.ssid !== 'string' || typeof g.wifi.pass !== 'string'))
     return 'wifi must be {ssid, pass}';
   const b = g.board;

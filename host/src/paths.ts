@@ -26,6 +26,8 @@ export const STATE_HOME = process.env.PROOFRIG_HOME
 export const DEFAULT_DB = resolve(STATE_HOME, 'journal.db');
 
 export const FIRMWARE_FILE = IN_REPO ? resolve(REPO_ROOT, 'firmware', 'dist', 'proofrig.js') : resolve(ASSETS, 'proofrig.js');
+/** The same firmware with the MQTT device link (src/mqtt.ts in place of src/ws.ts). */
+export const FIRMWARE_MQTT_FILE = IN_REPO ? resolve(REPO_ROOT, 'firmware', 'dist', 'proofrig-mqtt.js') : resolve(ASSETS, 'proofrig-mqtt.js');
 export const BOARDS_DIR = IN_REPO ? resolve(REPO_ROOT, 'boards') : resolve(ASSETS, 'boards');
 
 /** The example boards that come with proofrig, by id. */

@@ -13,7 +13,11 @@ import { createMcpServer, type McpOptions } from './mcp/tools.js';
 import type { Exposure } from './mcp/exposure.js';
 import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { lockJournal } from './journal-lock.js';
-import { FIRMWARE_FILE } from './paths.js';
+import { FIRMWARE_FILE, FIRMWARE_MQTT_FILE } from './paths.js';
+// Only --broker needs mqtt.js: loaded with import() then.
+import type { MqttGateway } from './gateway/mqtt-gateway.js';
+import { loadOrCreateBrokerPassword } from './broker/host-password.js';
+import { HOST_USER } from './broker/mosquitto-auth.js';
 import { ephemeralTokens, loadOrCreateTokens, prepareStateDir, stateDir, type TokenSet } from './state-dir.js';
 import { loadBoard } from './cli/board.js';
 // Only --sim needs the simulator: it is loaded with import() then, never for a plain `serve`.
@@ -64,6 +68,18 @@ export interface ServeOptions extends HttpLimits {
   portFlag?: string;
   /** Journal retention of terminal commands (default 30 days, 1,000,000 commands). */
   retention?: { maxAgeMs?: number; maxCommands?: number };
+  /**
+   * Also take devices through this MQTT broker (mqtt://[USER:PASS@]HOST[:PORT]); simulated rigs then
+   * run the MQTT firmware (firmware/dist/proofrig-mqtt.js) and reach the host through it. Without
+   * credentials in the URL the host logs in as HOST_USER with the password beside the journal
+   * (`proofrig broker acl` writes both into the broker's files).
+   */
+  broker?: string;
+  /**
+   * With a broker: called once simulated rigs are provisioned, before they boot, with every
+   * provisioned device and its secret, so the broker's password and ACL files can be brought up to date.
+   */
+  brokerAuth?: (devices: { device_id: string; secret: string }[]) => Promise<void>;
 }
 
 /** Bounded wait for this run's simulated rigs to dial in before tools answer. */
@@ -75,6 +91,8 @@ export interface Running {
   rigs: Map<string, SimRig>;
   /** Console port of each simulated rig, when consolePort was given. */
   consoles: Map<string, number>;
+  /** The MQTT device gateway, when a broker was given. */
+  mqtt: MqttGateway | undefined;
   /** The xiaozhi bridge, when --xiaozhi was given. */
   xiaozhi: XiaozhiBridge | undefined;
   url: string;
@@ -131,7 +149,17 @@ export async function serve(o: ServeOptions): Promise<Running> {
         healthyMs: o.xiaozhiBackoff?.healthyMs,
       })
     : undefined;
-  const firmware = o.firmwareFile ?? FIRMWARE_FILE;
+  let brokerUrl: URL | undefined;
+  if (o.broker !== undefined) {
+    try {
+      brokerUrl = new URL(o.broker);
+    } catch {
+      brokerUrl = undefined;
+    }
+    if (!brokerUrl || brokerUrl.protocol !== 'mqtt:' || !brokerUrl.hostname || (brokerUrl.pathname !== '' && brokerUrl.pathname !== '/'))
+      throw new Error(`--broker must be mqtt://[USER:PASS@]HOST[:PORT], got "${o.broker}"`);
+  }
+  const firmware = o.firmwareFile ?? (brokerUrl ? FIRMWARE_MQTT_FILE : FIRMWARE_FILE);
   if (sims.length > 0 && !existsSync(firmware)) throw new Error(`firmware file ${firmware} is missing; build it with: npm run build`);
   const auth = o.auth ?? true;
   if (!auth && o.allowRemoteMcp) throw new Error('--no-auth is only allowed while MCP answers this machine only; drop --allow-remote-mcp or keep the token');
@@ -177,6 +205,22 @@ export async function serve(o: ServeOptions): Promise<Running> {
   }
   lock?.setPort(http.port);
   const url = `http://${o.listenHost ?? '127.0.0.1'}:${http.port}`;
+  let mqtt: MqttGateway | undefined;
+  if (brokerUrl) {
+    const creds = brokerUrl.username
+      ? {}
+      : { username: HOST_USER, password: o.db === ':memory:' ? undefined : loadOrCreateBrokerPassword(stateDir(o.db)) };
+    try {
+      const { MqttGateway } = await import('./gateway/mqtt-gateway.js');
+      mqtt = await MqttGateway.start({ url: brokerUrl.href, ...creds, log: o.logger }, (link) => core.attach(link));
+    } catch (e) {
+      await http.close();
+      core.close();
+      lock?.release();
+      throw e;
+    }
+    o.logger.info({ evt: 'broker_connected', broker: `${brokerUrl.hostname}:${brokerUrl.port || 1883}` }, 'devices also connect through the MQTT broker');
+  }
   // Simulated rigs of earlier runs that this run does not start are gone for good: forget them
   // (unless commands of theirs are still open) so they do not pile up as offline devices.
   for (const d of core.journal.devices())
@@ -200,7 +244,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
         engine,
         chipSpeed: o.chipSpeed,
         firmwarePath: firmware,
-        config: { dev: s.id, secret, host: `ws://127.0.0.1:${http.port}${DEVICE_PATH}`, board: s.board },
+        config: { dev: s.id, secret, host: brokerUrl ? `mqtt://${brokerUrl.host}` : `ws://127.0.0.1:${http.port}${DEVICE_PATH}`, board: s.board },
         clock: o.clock,
         seed: o.seed,
         console: (line) => o.logger.debug({ evt: 'sim_console', device_id: s.id, line }, 'firmware console'),
@@ -209,6 +253,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
       const chip = rig.espruino?.chipSpeed;
       if (chip) o.logger.info({ evt: 'chip_speed', device_id: s.id, ...chip }, `simulated rig ${s.id} at chip speed: ${(chip.share * 100).toFixed(2)} % of a CPU (quota ${chip.quotaUs} µs per ${chip.periodUs} µs)`);
     }
+    if (brokerUrl && o.brokerAuth && sims.length) await o.brokerAuth(core.journal.devices().map((d) => ({ device_id: d.device_id, secret: d.secret })));
     for (const f of faults) rigs.get(f.device)!.setFault(f.part, f.fault as never, f.where);
     for (const rig of rigs.values()) rig.boot();
     if (o.consolePort !== undefined) {
@@ -227,6 +272,7 @@ export async function serve(o: ServeOptions): Promise<Running> {
   } catch (e) {
     await bridge?.close();
     for (const r of rigs.values()) r.shutdown();
+    await mqtt?.close();
     await http.close();
     core.close();
     lock?.release();
@@ -239,9 +285,10 @@ export async function serve(o: ServeOptions): Promise<Running> {
       await bridge?.close();
       for (const r of rigs.values()) r.shutdown();
       await stdio?.close().catch(() => {});
+      await mqtt?.close();
       await http.close();
       core.close();
       lock?.release();
     })());
-  return { core, http, rigs, consoles, url, tokens, ready, xiaozhi: bridge, close };
+  return { core, http, rigs, consoles, url, tokens, ready, xiaozhi: bridge, mqtt, close };
 }

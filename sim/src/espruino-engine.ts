@@ -202,11 +202,12 @@ export class EspruinoEngine {
     });
     this.pinPort = (server.address() as net.AddressInfo).port;
     let cfg = config;
-    const m = config ? /^ws:\/\/([^/:]+):(\d+)(\/.*)?$/.exec(config.host) : null;
+    // The host's gateway (ws://) or the MQTT broker (mqtt://) the firmware dials, behind the proxy.
+    const m = config ? /^(ws|mqtt):\/\/([^/:]+):(\d+)(\/.*)?$/.exec(config.host) : null;
     if (config && m) {
-      this.proxy = new NetworkProxy(this.deps.network, { host: m[1]!, port: Number(m[2]) });
+      this.proxy = new NetworkProxy(this.deps.network, { host: m[2]!, port: Number(m[3]) });
       const port = await this.proxy.listen();
-      cfg = { ...config, host: `ws://127.0.0.1:${port}${m[3] ?? ''}` };
+      cfg = { ...config, host: `${m[1]}://127.0.0.1:${port}${m[4] ?? ''}` };
     }
     const lines = [`var S=require('Storage');`, `S.write('.boot0',${JSON.stringify(shimSource(this.pinPort))});`];
     if (cfg) lines.push(`S.writeJSON(${JSON.stringify(CONFIG_FILE)},${JSON.stringify(cfg)});`);

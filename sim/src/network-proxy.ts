@@ -1,5 +1,5 @@
 // The Espruino engine's network path: a loopback TCP proxy the rig owns between the interpreter's
-// real socket and the host's gateway, so linkDrop acts on a real TCP connection with the same
+// real socket and the host's gateway (or the MQTT broker), so linkDrop acts on a real TCP connection with the same
 // semantics as the vm engine (bytes swallowed, new connections refused, live ones reset when the
 // outage ends).
 import net from 'node:net';

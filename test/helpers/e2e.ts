@@ -52,7 +52,7 @@ export async function until(f: () => boolean | Promise<boolean>, ms = 5000, what
 }
 
 export async function startE2E(
-  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Tier; firmwareFile?: string; offlineGraceMs?: number; heartbeatMs?: number; confirmAtHost?: HostConfirm; exposure?: Exposure } = {},
+  o: { faults?: string[]; db?: string; sims?: { boardFile: string; deviceId?: string }[]; device?: string; engine?: Tier; firmwareFile?: string; offlineGraceMs?: number; heartbeatMs?: number; confirmAtHost?: HostConfirm; exposure?: Exposure; broker?: string; brokerAuth?: (devices: { device_id: string; secret: string }[]) => Promise<void> } = {},
 ): Promise<E2E> {
   const db = o.db ?? join(mkdtempSync(join(tmpdir(), 'proofrig-e2e-')), 'journal.db');
   const logs: Record<string, unknown>[] = [];
@@ -86,6 +86,8 @@ export async function startE2E(
       chipSpeed: o.engine === 'chip-speed',
       confirmAtHost: o.confirmAtHost,
       exposure: o.exposure,
+      broker: o.broker,
+      brokerAuth: o.brokerAuth,
     });
     const client = new Client({ name: 'e2e', version: '1' });
     await client.connect(mcpTransport(running));

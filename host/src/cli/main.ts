@@ -11,6 +11,7 @@ import { Exposure } from '../mcp/exposure.js';
 import { VERSION } from '../version.js';
 import { CLIENTS, clientConfig as configText, CONFIG_HOME, configHome, type ClientKind } from './config.js';
 import { registerDevicesCommand } from './devices.js';
+import { registerBrokerCommand } from './broker.js';
 
 /** Longest a shutdown may take before the process exits anyway. */
 const SHUTDOWN_HARD_MS = 5000;
@@ -121,6 +122,7 @@ export function buildCli(verbs?: Verbs): Command {
         .default('vm'),
     )
     .option('--chip-speed', 'with --engine espruino: run each interpreter no faster than an ESP32 (a CPU quota on its process, calibrated on this machine; needs root and the cgroup v1 cpu controller)', false)
+    .option('--broker <url>', 'also take devices through this MQTT broker, mqtt://[USER:PASS@]HOST[:PORT]; without credentials the host logs in as proofrig-host with the password beside the journal (docs/mqtt.md)')
     .option('--db <path>', 'journal database file', DEFAULT_DB)
     .addOption(new Option('--heartbeat-ms <ms>', 'heartbeat period asked of devices').default(2000).argParser(intOption('--heartbeat-ms', 50, 600000)))
     .addOption(new Option('--retain-days <days>', 'prune terminal commands older than this from the journal (hourly; open ones never)').default(30).argParser(intOption('--retain-days', 1, 36500)))
@@ -197,6 +199,7 @@ export function buildCli(verbs?: Verbs): Command {
         engine: o.engine,
         chipSpeed: o.chipSpeed,
         retention: { maxAgeMs: o.retainDays * 86400000, maxCommands: o.retainCommands },
+        broker: o.broker,
       });
       running = await started;
       if (stopping) return;
@@ -210,6 +213,7 @@ export function buildCli(verbs?: Verbs): Command {
         `  dashboard:             ${dashboardUrl(running.url, running.tokens, !o.stdio)}`,
         ...(running.tokens && !o.stdio ? ['                         (or `proofrig open` for a one-time link that needs no pasting)'] : []),
         `  devices connect to:    ws://${o.listen === '0.0.0.0' ? '<this-pc>' : o.listen}:${running.http.port}/device`,
+        ...(running.mqtt ? [`                         and through the MQTT broker ${new URL(o.broker).host} (firmware/dist/proofrig-mqtt.js)`] : []),
         `  journal:               ${o.db}`,
         ...[...running.consoles].map(([id, port]) => `  ${id} Espruino console: tcp://127.0.0.1:${port}`),
         ...(running.xiaozhi ? [`  xiaozhi MCP endpoint:  ${running.xiaozhi.safeUrl} (dialling out)`] : []),
@@ -279,6 +283,7 @@ export function buildCli(verbs?: Verbs): Command {
   verbs.registerRigsCommand(program);
   registerBoardCommand(program);
   registerDevicesCommand(program);
+  registerBrokerCommand(program);
 
   return program;
 }

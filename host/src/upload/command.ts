@@ -96,7 +96,7 @@ export function registerUploadCommand(program: Command, deps: UploadCommandDeps 
     .option('--tcp <host[:port]>', "the board's telnet console (port 23 by default), or a simulated board's (proofrig sim --console-port)")
     .option('--board <file>', 'board definition, e.g. boards/relay-rig-4ch.json')
     .option('--device-id <id>', 'id the host will know the device by (A-Z a-z 0-9 _ . : -, up to 64)')
-    .option('--host <url>', 'where the device dials the host: ws://HOST:PORT (path /device added), e.g. ws://192.168.1.20:8787')
+    .option('--host <url>', 'where the device dials the host: ws://HOST:PORT (path /device added), e.g. ws://192.168.1.20:8787; or mqtt://HOST[:PORT] to reach it through an MQTT broker (the MQTT firmware; then run proofrig broker acl)')
     .option('--wifi-ssid <ssid>', 'Wi-Fi network the board joins at boot')
     .option('--wifi-password-file <file>', `file holding its password (else ${WIFI_ENV}, else asked at the terminal; empty = open network); never printed`)
     .addOption(new Option('--wifi-password <password>').hideHelp())

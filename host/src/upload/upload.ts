@@ -20,7 +20,8 @@ import { resolve } from 'node:path';
 import { BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, MAX_ID_LENGTH, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from '../core/ids.js';
 import { Journal } from '../core/journal/journal.js';
-import { FIRMWARE_FILE, IN_REPO, REPO_ROOT } from '../paths.js';
+import { FIRMWARE_FILE, FIRMWARE_MQTT_FILE, IN_REPO, REPO_ROOT } from '../paths.js';
+import { mqttUrl } from '@proofrig/protocol/mqttcodec';
 import { loadBoard } from '../cli/board.js';
 import { ConsoleClient, type FileInfo } from './console-client.js';
 import { crc32, hex32 } from './crc.js';
@@ -35,12 +36,12 @@ export interface UploadOptions {
   tcp?: string;
   boardFile: string;
   deviceId: string;
-  /** The host the device dials: ws://HOST:PORT (the path /device is added when missing). */
+  /** The host the device dials: ws://HOST:PORT (the path /device is added when missing), or mqtt://HOST[:PORT] (the MQTT firmware). */
   hostUrl: string;
   wifi?: { ssid: string; password: string };
   /** The host's journal (device store); created if missing. */
   db: string;
-  /** Default: firmware/dist/proofrig.js, built when missing. */
+  /** Default: firmware/dist/proofrig.js (proofrig-mqtt.js for an mqtt:// host), built when missing. */
   firmwareFile?: string;
   /** Baud rate for --port (default 115200, Espruino's console rate on the ESP32). */
   baud?: number;
@@ -80,11 +81,25 @@ interface Checked {
   firmware: string;
 }
 
-/** ws://HOST:PORT[/device] → ws://HOST:PORT/device, or BAD_OPTION saying what a valid one looks like. */
+/**
+ * ws://HOST:PORT[/device] → ws://HOST:PORT/device; mqtt://HOST[:PORT] (a device that reaches the host
+ * through an MQTT broker, docs/mqtt.md) → mqtt://HOST:PORT; else BAD_OPTION saying what a valid one looks like.
+ */
 export function normalizeHostUrl(raw: string): string {
   const bad = (why: string) =>
-    new UploadError('BAD_OPTION', `--host ${JSON.stringify(raw)}: ${why}; it must be ws://HOST:PORT, e.g. ws://192.168.1.20:8787 (the PC running \`proofrig serve --listen 0.0.0.0\`)`);
+    new UploadError(
+      'BAD_OPTION',
+      `--host ${JSON.stringify(raw)}: ${why}; it must be ws://HOST:PORT, e.g. ws://192.168.1.20:8787 (the PC running \`proofrig serve --listen 0.0.0.0\`), or mqtt://HOST[:PORT] for a device that reaches the host through an MQTT broker`,
+    );
   if (typeof raw !== 'string' || raw.length === 0) throw bad('missing');
+  if (/^mqtts:\/\//i.test(raw)) throw bad('the firmware speaks plain mqtt:// only (Espruino on the ESP32 has no TLS here)');
+  if (/^mqtt:\/\//i.test(raw)) {
+    const q = mqttUrl(raw.trim());
+    if (!q) throw bad('not an mqtt://HOST[:PORT] URL (no path, no user: a device logs in with its id and a password derived from its secret)');
+    if (!/^[A-Za-z0-9.-]+$/.test(q.h)) throw bad(`"${q.h}" is not a host name or IPv4 address`);
+    if (q.h === '0.0.0.0') throw bad('0.0.0.0 is a listen address, not one a device can dial; give the broker\'s LAN address');
+    return `mqtt://${q.h}:${q.p}`;
+  }
   if (/^wss:\/\//i.test(raw)) throw bad('the firmware speaks plain ws:// only (Espruino on the ESP32 has no TLS here)');
   const m = /^ws:\/\/([^/:?#\s]+):([0-9]+)(\/[^?#\s]*)?$/i.exec(raw.trim());
   if (!m) throw bad(/^ws:\/\/[^/:]+(\/|$)/i.test(raw) ? 'the port is required' : 'not a ws:// URL');
@@ -122,13 +137,13 @@ function checkOptions(o: UploadOptions): Checked {
   } catch (e) {
     throw new UploadError('BAD_BOARD', (e as Error).message);
   }
-  return { target, board, host, wifi, firmware: o.firmwareFile ?? FIRMWARE_FILE };
+  return { target, board, host, wifi, firmware: o.firmwareFile ?? (host.startsWith('mqtt://') ? FIRMWARE_MQTT_FILE : FIRMWARE_FILE) };
 }
 
 /** Build firmware/dist/proofrig.js from the repo when it is missing. */
 function ensureFirmware(file: string, log: (l: string) => void): void {
   if (existsSync(file)) return;
-  if (file !== FIRMWARE_FILE) throw new UploadError('BAD_OPTION', `firmware file ${file} does not exist`);
+  if (file !== FIRMWARE_FILE && file !== FIRMWARE_MQTT_FILE) throw new UploadError('BAD_OPTION', `firmware file ${file} does not exist`);
   if (!IN_REPO)
     throw new UploadError('BUILD_FAILED', `${file} is missing and there is no firmware source at ${REPO_ROOT} to build it from`);
   log(`building the firmware (npm run build -w firmware) ...`);
