@@ -21,4 +21,6 @@ export interface Action {
   run: (slot: number, p: Record<string, unknown>, done: Done) => void;
   /** Always executes: a repeated rid runs again (never a replay); with the outbox full, pre still runs. */
   al?: boolean;
+  /** Only reads (sensor.read): it actuates nothing, so it still runs while the e-stop is latched. */
+  ro?: boolean;
 }

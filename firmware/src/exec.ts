@@ -138,7 +138,7 @@ function onCmd(f: CommandFrame): void {
   let why = a.chk(f.p, B);
   if (why) return reject(i, 'INVALID_ARGS', why);
   estopPoll();
-  if (latched() && !a.al && a !== ESTOP_CLEAR)
+  if (latched() && !a.al && !a.ro && a !== ESTOP_CLEAR)
     return reject(i, 'ESTOP_LATCHED', 'e-stop latched: every output is held off until an operator clears it (estop_clear); nothing was done');
   why = a.nh ? a.nh(f.p) : null;
   if (why) return reject(i, 'NOT_HOMED', why);
