@@ -24,6 +24,7 @@ function board(core: HostCore, dev: string) {
     relays: b.relays.map((r) => ({ ch: r.ch, name: r.name, label: r.label ?? null, feedback: r.feedback.kind })),
     axes: (b.steppers ?? []).map((s) => ({ axis: s.axis, name: s.name, label: s.label ?? null, travel_mm: [s.travel.min_mm, s.travel.max_mm] })),
     sensors: (b.sensors ?? []).map((s) => ({ id: s.id, label: s.label ?? null, unit: s.unit, range: [s.range.min, s.range.max] })),
+    pwm: (b.pwm ?? []).map((p) => ({ id: p.id, label: p.label ?? null, kind: p.kind, tach: p.kind === 'fan' && !!p.tach })),
   };
 }
 
