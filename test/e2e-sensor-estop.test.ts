@@ -63,6 +63,9 @@ describe.each(tiersUnderTest())('on the %s engine', (engine) => {
     expect(core.devices.view(DEV)!.state?.estop).toBe(true);
     // The e-stop switched the sensor supply off (active low: HIGH is off).
     expect(rig.pinLevel(SUPPLY_PIN)).toBe(1);
+    // The device's status tells an agent what it may still do.
+    const status = ((await e.call('get_device_status', { device_id: DEV })) as CallToolResult).content[0] as { text: string };
+    expect(status.text).toContain('E-STOP LATCHED: every output is off until an operator clears it (estop_clear); sensors can still be read (read_sensor).');
     // The latch re-asserts every output off before each command (duty 0); nothing may write more.
     const driven: number[] = [];
     rig.on('pwm', (p: number, duty: number) => {
