@@ -2,14 +2,14 @@
 // actuates nothing, so read_sensor still reads the device (you want to see the temperature during an
 // emergency), and what it reads is honest: a sensor whose supply relay the e-stop switched off reads
 // BUS_NAK, not its last value. Every output stays refused ESTOP_LATCHED and untouched.
-import { afterEach, describe, expect } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BoardDef } from '@proofrig/protocol';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { CommandStatus } from '@proofrig/host/core';
-import { picked, tiersUnderTest } from './helpers/engines.js';
+import { enginesUnderTest } from './helpers/engines.js';
 import { startE2E, until, type E2E } from './helpers/e2e.js';
 import type { Reading } from './helpers/sensor-reading.js';
 
@@ -45,8 +45,8 @@ async function tool(name: string, args: Record<string, unknown>): Promise<Comman
   return res.structuredContent as unknown as CommandStatus;
 }
 
-describe.each(tiersUnderTest())('on the %s engine', (engine) => {
-  picked(engine, false)('while the e-stop is latched sensors are read from the device, an unpowered one BUS_NAK; relay, fan and servo commands are refused ESTOP_LATCHED and nothing is driven', async () => {
+describe.each(enginesUnderTest())('on the %s engine', (engine) => {
+  it('while the e-stop is latched sensors are read from the device, an unpowered one BUS_NAK; relay, fan and servo commands are refused ESTOP_LATCHED and nothing is driven', async () => {
     e = await startE2E({ engine, sims: [{ boardFile: estopBoard() }], device: DEV });
     await e.waitOnline(DEV);
     const rig = e.running.rigs.get(DEV)!;
