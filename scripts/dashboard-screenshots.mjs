@@ -3,9 +3,10 @@
 // open, a stepper that stalls at 20 mm), driven through the dashboard's own operator endpoint,
 // photographed in headless Chromium (playwright-core, as test/dashboard*.test.ts) at 1,024 and
 // 1,400 px with the operator controls unlocked; then a host with the climate rig whose sensors an
-// agent reads over MCP (dashboard-climate.jpg, the sensor plots). Written as JPEG by Chromium.
+// agent reads over MCP and whose fan and vent servo it sets (dashboard-climate.jpg, the sensor plots
+// and the PWM outputs). Written as JPEG by Chromium. `--only climate` makes that one alone.
 //
-//   npm run build && node scripts/dashboard-screenshots.mjs [--out docs/img] [--chromium /usr/bin/chromium]
+//   npm run build && node scripts/dashboard-screenshots.mjs [--out docs/img] [--chromium /usr/bin/chromium] [--only climate]
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -22,6 +23,8 @@ const arg = (name, dflt) => {
   return i > 0 ? process.argv[i + 1] : dflt;
 };
 const OUT = arg('--out', join(ROOT, 'docs/img'));
+const ONLY = arg('--only', 'all');
+if (ONLY !== 'all' && ONLY !== 'climate') throw new Error(`--only takes climate (got ${ONLY})`);
 const CHROMIUM = arg('--chromium', process.env.PROOFRIG_CHROMIUM ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p)));
 if (!CHROMIUM) throw new Error('no Chromium: apt-get install -y chromium, or pass --chromium PATH');
 if (!existsSync(join(ROOT, 'host/dist/cli.js'))) throw new Error('build first: npm run build');
@@ -73,9 +76,19 @@ async function startHost(args) {
 
 let browser, host;
 try {
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  mkdirSync(OUT, { recursive: true });
+  if (ONLY === 'all') await overview();
+  await climate();
+} finally {
+  await browser?.close();
+  await host?.stop();
+}
+
+/** The relay rig and the stepper rig at 1,024 and 1,400 px, operator controls unlocked. */
+async function overview() {
   host = await startHost(['--sim', join(ROOT, 'boards/relay-rig-4ch.json'), '--sim', join(ROOT, 'boards/stepper-rig.json'), '--fault', 'relay-rig-4ch:relay2:coil_open', '--fault', 'stepper-rig:x:stall@20']);
   const { url, token, act } = host;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   const pages = [];
   for (const width of [1024, 1400]) {
     const page = await browser.newPage({ viewport: { width, height: 800 } });
@@ -91,7 +104,6 @@ try {
   await act('relay_set', { device_id: 'relay-rig-4ch', channel: 1, on: false });
   await act('stepper_home', { device_id: 'stepper-rig', axis: 'x' });
   await act('stepper_move', { device_id: 'stepper-rig', axis: 'x', target_mm: 60 });
-  mkdirSync(OUT, { recursive: true });
   for (const [width, page] of pages) {
     await page.getByTestId('op-open').click();
     await page.getByTestId('op-token').fill(token('operator'));
@@ -108,7 +120,9 @@ try {
   }
   await host.stop();
   host = undefined;
+}
 
+async function climate() {
   // The climate rig: the SHT3x read before its supply relay is on (BUS_NAK), then after it, and the
   // heater's ACS712 with 40x its ADC noise, ten times each, read by an agent over MCP.
   host = await startHost(['--sim', join(ROOT, 'boards/climate-rig.json'), '--fault', 'climate-rig:heater_current:noisy']);
@@ -126,8 +140,14 @@ try {
   const on = await host.act('relay_set', { device_id: 'climate-rig', channel: 'sensor power', on: true });
   await read('air temperature', { fresh_after: on.command_id, delay_ms: 600 }); // the SHT3x powers up in 500 ms
   for (let i = 0; i < 10; i++) for (const name of ['air temperature', 'air humidity', 'heater current']) await read(name);
+  // The fan proven by its tachometer, the vent servo unverified.
+  for (const [name, args] of [['fan_set', { name: 'exhaust fan', duty: 60 }], ['servo_set', { name: 'vent flap', angle: 90 }]]) {
+    const r = (await client.callTool({ name, arguments: { ...args, wait_ms: 20000 } })).structuredContent;
+    console.log(`${name} ${JSON.stringify(args)}: ${r.state}${r.error_code ? ' ' + r.error_code : ''}`);
+  }
   await client.close();
   await page.getByTestId('splot-climate-rig-heater_current').waitFor({ timeout: 5000 });
+  await page.getByTestId('fan-climate-rig-fan').getByTestId('fan-rpm').filter({ hasText: 'rpm' }).waitFor({ timeout: 5000 });
   const file = join(OUT, 'dashboard-climate.jpg');
   // The device card alone: the commands table of three dozen reads says nothing the plots do not.
   // (Its box, not the element: the page redraws its cards every second.)
@@ -135,7 +155,4 @@ try {
   const img = await page.screenshot({ type: 'jpeg', quality: 70, fullPage: true, clip: { x: box.x - 8, y: box.y - 8, width: box.width + 16, height: box.height + 16 } });
   writeFileSync(file, img);
   console.log(`wrote ${file} (${Math.round(img.length / 1024)} kB)`);
-} finally {
-  await browser?.close();
-  await host?.stop();
 }

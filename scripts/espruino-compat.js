@@ -70,6 +70,7 @@ export const RULES = Object.freeze({
   'async-await': 'async functions, await, for await',
   generator: 'generator functions, and the lowered async/generator state machine (swc _ts_generator, tslib __generator)',
   'exponent-operator': '** and **=',
+  'length-assignment': 'assignments to .length (Espruino throws "Assignment to a constant" on an array\'s length)',
   'private-member': '#private class members',
   'class-extends': 'class extends, and calls of lowered inheritance helpers (swc _inherits, tsc __extends)',
   'esm-syntax': 'import / export / import() / import.meta',

@@ -55,6 +55,7 @@ const CASES: { rule: string; code: string; line?: number }[] = [
   { rule: 'generator', code: 'function* g() { yield 1; }' },
   { rule: 'exponent-operator', code: 'var sq = 2 ** 8;' },
   { rule: 'exponent-operator', code: 'var sq = 2; sq **= 8;' },
+  { rule: 'length-assignment', code: 'var list = [1, 2]; list.length = 0;' },
   { rule: 'private-member', code: 'class P { #x = 1; get() { return this.#x; } }' },
   { rule: 'class-extends', code: 'class A {}\nclass B extends A {}', line: 3 },
   { rule: 'esm-syntax', code: 'import x from "y";' },

@@ -27,4 +27,6 @@ export interface Action {
    * settle time and send only their `res`: an ack would cost two frames (it and the host's answer to it).
    */
   ak?: boolean;
+  /** Only reads (sensor.read): it actuates nothing, so it still runs while the e-stop is latched. */
+  ro?: boolean;
 }

@@ -167,7 +167,7 @@ function start(i: number, f: CommandFrame, a: Action): void {
   let why = a.chk(p, B);
   if (why) return reject(i, 'INVALID_ARGS', why);
   estopPoll();
-  if (latched() && !a.al && a !== ESTOP_CLEAR) return reject(i, 'ESTOP_LATCHED', LATCHED);
+  if (latched() && !a.al && !a.ro && a !== ESTOP_CLEAR) return reject(i, 'ESTOP_LATCHED', LATCHED);
   if (a.nh && (why = a.nh(p))) return reject(i, 'NOT_HOMED', why);
   if ((why = a.busy(p))) return reject(i, 'BUSY', why);
   if (a.rest && (why = a.rest(p))) return reject(i, 'MIN_OFF_TIME', why);

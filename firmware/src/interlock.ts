@@ -18,7 +18,7 @@ function active(): boolean {
   return !!ES && pinRead(ES.pin) === (ES.active_low ? 0 : 1);
 }
 
-/** Latched: commands other than stop and estop.clear are refused ESTOP_LATCHED. */
+/** Latched: commands other than stop, estop.clear and reads (sensor.read) are refused ESTOP_LATCHED. */
 export function latched(): boolean {
   return LATCH;
 }

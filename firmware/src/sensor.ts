@@ -152,7 +152,8 @@ export function sensorWhy(): string {
   return MSG;
 }
 
-export const SENSOR_READ: Action = { n: 'sensor.read', chk: checkSensorReadArgs, busy: busy, run: run };
+/** A read actuates nothing: it runs while the e-stop is latched (the temperature during an emergency). */
+export const SENSOR_READ: Action = { n: 'sensor.read', chk: checkSensorReadArgs, busy: busy, run: run, ro: true };
 
 /** The last reading of every sensor, for the state snapshot. */
 export function sensorState(): SensorState[] {

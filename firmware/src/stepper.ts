@@ -391,8 +391,9 @@ function stopCheck(): void {
     if (bad) done(stopSlots[k], 'failed', 'encoder', false, 'NO_FEEDBACK', bad + '; steps are off: something else moves it or the encoder is noisy');
     else done(stopSlots[k], 'completed', 'encoder', true, undefined, 'motion stopped: ' + ok);
   }
-  stopSlots.length = 0;
-  stopAxes.length = 0;
+  // Not `.length = 0`: Espruino throws "Assignment to a constant" on an array's length.
+  stopSlots.splice(0, stopSlots.length);
+  stopAxes.splice(0, stopAxes.length);
   for (let i = 0; i < AX.length; i++) stopCovers[i] = false;
 }
 

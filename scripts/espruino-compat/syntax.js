@@ -39,6 +39,11 @@ export class SyntaxRules {
             this.report('logical-assignment', node, `\`${node.operator}\` is a syntax error on Espruino: write \`if (x == null) x = ...\` / \`x = x || ...\``);
           }
           if (node.operator === '**=') this.report('exponent-operator', node, '`**=` is a syntax error on Espruino: use x = Math.pow(x, y)');
+          // `arr.length = 0` throws TypeError "Assignment to a constant" on Espruino 2v29 (V8 truncates):
+          // a stop verdict that emptied its list this way threw after its first result and left the axis busy.
+          if (node.left.type === 'MemberExpression' && memberName(node.left) === 'length') {
+            this.report('length-assignment', node, 'assigning to `.length` throws "Assignment to a constant" on Espruino: empty an array with arr.splice(0, arr.length)');
+          }
           break;
         case 'VariableDeclaration': this.declareVariables(node, ancestors); break;
         case 'FunctionDeclaration':

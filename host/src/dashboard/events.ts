@@ -3,7 +3,7 @@
 // bearer token as MCP (the page never puts the token in a URL the server sees).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { findAxis, findRelay, moveProfile } from '@proofrig/protocol';
-import { kindOf } from '@proofrig/protocol/kinds';
+import { FAN_SET, kindOf, SERVO_SET } from '@proofrig/protocol/kinds';
 import type { HostCore } from '../core/host.js';
 import type { CommandStatus } from '../core/command-view.js';
 import { journalReadings, pointsOf, PLOT_READINGS } from './sensor-history.js';
@@ -24,6 +24,7 @@ function board(core: HostCore, dev: string) {
     relays: b.relays.map((r) => ({ ch: r.ch, name: r.name, label: r.label ?? null, feedback: r.feedback.kind })),
     axes: (b.steppers ?? []).map((s) => ({ axis: s.axis, name: s.name, label: s.label ?? null, travel_mm: [s.travel.min_mm, s.travel.max_mm] })),
     sensors: (b.sensors ?? []).map((s) => ({ id: s.id, label: s.label ?? null, unit: s.unit, range: [s.range.min, s.range.max] })),
+    pwm: (b.pwm ?? []).map((p) => ({ id: p.id, label: p.label ?? null, kind: p.kind, tach: p.kind === 'fan' && !!p.tach })),
   };
 }
 
@@ -39,7 +40,9 @@ function withPath(core: HostCore, s: CommandStatus) {
   const b = core.devices.board(s.device_id);
   const label =
     !kind || !b ? null : kind.target === 'relay' ? (findRelay(b, s.args.ch as number)?.label ?? null) : kind.target === 'axis' ? (findAxis(b, String(s.args.axis))?.label ?? null) : null;
-  return { ...s, path, what: kind ? kind.short(s.args, label) : s.action, target: kind?.target ?? null, motion: kind?.motion ?? false, plan: planOf(core, s) };
+  // The PWM output a fan or servo command drives, for its row on the device card.
+  const pwm = kind === FAN_SET || kind === SERVO_SET ? String(s.args.id) : null;
+  return { ...s, path, what: kind ? kind.short(s.args, label) : s.action, target: kind?.target ?? null, motion: kind?.motion ?? false, pwm, plan: planOf(core, s) };
 }
 
 /** Commanded positions of a move over time (the firmware's own profile), worked out once, when the move is first seen. */

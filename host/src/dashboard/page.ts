@@ -4,6 +4,7 @@
 // sessionStorage. The operator controls (operator-panel.ts) appear only once a person pasted the
 // operator token and the host confirmed it; that token stays in the script's memory.
 import { OPERATOR_CSS, OPERATOR_HTML, OPERATOR_SCRIPT } from './operator-panel.js';
+import { PWM_ROWS_SCRIPT } from './pwm-rows.js';
 import { SENSOR_PLOT_CSS, SENSOR_PLOT_SCRIPT } from './sensor-plot.js';
 
 export const DASHBOARD_HTML = `<!doctype html>
@@ -147,6 +148,7 @@ ${OPERATOR_HTML}
       '<polyline class="plan" points="' + line(plan) + '"/>' + (meas.length ? '<polyline class="meas" data-testid="plot-measured" data-points="' + meas.length + '" points="' + line(meas) + '"/>' : '') + end + '</svg>';
   }
 ${SENSOR_PLOT_SCRIPT}
+${PWM_ROWS_SCRIPT}
   function yesno(v) { return v === null || v === undefined ? '<span class="meta">n/a</span>' : v ? 'on' : 'off'; }
 
   function renderDevices() {
@@ -169,7 +171,7 @@ ${SENSOR_PLOT_SCRIPT}
         '<div class="meta">' + (b.area ? '<b data-testid="area-' + esc(id) + '">' + esc(b.area) + '</b> · ' : '') + esc(d.board_name) + ' · last seen <span data-testid="seen-' + esc(id) + '">' + seen + '</span> · boot ' + esc(d.boot_id || '—') + ' · state ' + (d.state_observed_at ? 'observed ' + age(Date.now() - serverSkew - Date.parse(d.state_observed_at)) : 'never read') + '</div>' +
         (relays ? '<div class="scroll"><table><thead><tr><th>ch</th><th>name</th><th>feedback</th><th>commanded</th><th>pin</th><th>aux</th><th>last evidence</th></tr></thead><tbody>' + relays + '</tbody></table></div>' : '') +
         (axes ? '<div class="scroll"><table><thead><tr><th>axis</th><th>position</th><th>homed</th><th>motion</th><th>driver</th><th>switches</th></tr></thead><tbody>' + axes + '</tbody></table></div>' + (s && s.axes ? s.axes.map(function (a) { return plot(id, a.axis); }).join('') : '') : '') +
-        sensorsOf(id, b) + '</div>';
+        pwmOf(id, b, s) + sensorsOf(id, b) + '</div>';
     }).join('');
   }
 

@@ -58,7 +58,7 @@ export function summarizeDevice(d: DeviceView): string {
   const named = d as DeviceView & { names?: string[]; area?: string | null };
   const names = named.names?.length ? `${named.names.join(', ')}${named.area ? ` (${named.area})` : ''}: ` : named.area ? `${named.area}: ` : '';
   const parts = [`${names}${d.device_id} (${d.board_name}): ${d.online ? 'online' : 'OFFLINE'}${booting}${seen}.`];
-  if (d.state?.estop) parts.push('E-STOP LATCHED: every output is off until an operator clears it (estop_clear).');
+  if (d.state?.estop) parts.push(`E-STOP LATCHED: every output is off until an operator clears it (estop_clear)${d.state.sensors?.length ? '; sensors can still be read (read_sensor)' : ''}.`);
   if (d.state) {
     const age = d.state_age_ms !== null ? ` (state observed ${Math.round(d.state_age_ms / 1000)} s ago)` : '';
     const relays = d.state.relays.map((r) => `channel ${r.ch} ${r.cmd === null ? 'never switched' : r.cmd ? 'on' : 'off'}`).join(', ');
