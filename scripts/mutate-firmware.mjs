@@ -23,18 +23,18 @@ const ALL_TESTS = [...new Set(Object.values(TESTS).flat())];
 
 // id, file, exact source text, replacement, what the mutant breaks.
 const MUTANTS = [
-  ['relay-none', 'relay.ts', "if (fb.kind === 'none') {", 'if (false) {', 'a channel with no feedback is judged by read-back'],
-  ['relay-readback', 'relay.ts', 'if (got !== lv) {', 'if (false) {', 'a pin that reads back wrong is not READBACK_MISMATCH'],
+  ['relay-none', 'relay.ts', "if (fb.kind === 'none') return unobserved(", 'if (false) return unobserved(', 'a channel with no feedback is judged by read-back'],
+  ['relay-readback', 'relay.ts', 'if (got !== LV[i]) return mismatch(', 'if (false) return mismatch(', 'a pin that reads back wrong is not READBACK_MISMATCH'],
   ['relay-aux', 'relay.ts', 'if (closed !== on) {', 'if (false) {', 'an aux contact that did not follow is not NO_FEEDBACK'],
-  ['relay-on', 'relay.ts', 'const on = CMD[i] === true;', 'const on = true;', 'switching off expects the contact closed'],
+  ['relay-on', 'relay.ts', 'return auxVerdict(slot, r, fb, CMD[i] === true);', 'return auxVerdict(slot, r, fb, true);', 'switching off expects the contact closed'],
   ['relay-level', 'relay.ts', 'const lv = on ? onLevel(r) : onLevel(r) ^ 1;', 'const lv = onLevel(r);', 'off writes the on level'],
   ['relay-busy', 'relay.ts', 'return SLOT[i] >= 0 ?', 'return SLOT[i] > 0 ?', 'a busy channel in ring slot 0 is not refused'],
   ['relay-settle', 'relay.ts', 'setTimeout(SETTLE[i], r.settle_ms);', 'setTimeout(SETTLE[i], 0);', 'feedback read before the settle time'],
   ['exec-replay', 'exec.ts', 'if (ringState(i) === DONE) sessionSendJson(ringResult(i));', 'if (false) sessionSendJson(ringResult(i));', 'a repeated rid does not replay the stored result'],
   ['exec-stop-dedupe', 'exec.ts', 'if (!a || !a.al || AN[i] !== a.n) {', 'if (!a || AN[i] !== a.n) {', 'a repeated stop is deduplicated away'],
   ['exec-args', 'exec.ts', "if (why) return reject(i, 'INVALID_ARGS', why);", '', 'invalid arguments are executed'],
-  ['exec-nothomed', 'exec.ts', 'why = a.nh ? a.nh(f.p) : null;', 'why = null;', 'a move on an unhomed axis runs'],
-  ['exec-busy', 'exec.ts', "if (why) return reject(i, 'BUSY', why);", '', 'a busy actuator takes a second command'],
+  ['exec-nothomed', 'exec.ts', "if (a.nh && (why = a.nh(p))) return reject(i, 'NOT_HOMED', why);", '', 'a move on an unhomed axis runs'],
+  ['exec-busy', 'exec.ts', "if ((why = a.busy(p))) return reject(i, 'BUSY', why);", '', 'a busy actuator takes a second command'],
   ['exec-rst', 'exec.ts', "o.rst = i < 0 ? 'unknown' : ringState(i) === DONE ? 'done' : 'running';", "o.rst = i < 0 ? 'unknown' : 'done';", 'a running command is reported done to a query'],
   ['dedupe-evict-pending', 'dedupe.ts', 'if (st[i] === DONE && !pend[i]) {', 'if (st[i] === DONE) {', 'an unconfirmed result is evicted'],
   ['dedupe-evict-newest', 'dedupe.ts', 'for (let k = 0; k < ord.length; k++) {', 'for (let k = ord.length - 1; k >= 0; k--) {', 'the newest, not the oldest, confirmed slot is recycled'],

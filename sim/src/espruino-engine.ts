@@ -23,6 +23,8 @@ const DEFAULT_PWM_HZ = 5000;
 const MAX_PULL = 2000;
 /** Shortest gap between two pushes of edges to the interpreter, ms. */
 const PUSH_GAP_MS = 4;
+/** The longest a read waits to line up with the interpreter's time (answerAt). */
+const MAX_ALIGN_MS = 1000;
 
 /** The interpreter binary named by PROOFRIG_ESPRUINO, or an error that says how to get one. */
 export function espruinoBinary(env: NodeJS.ProcessEnv = process.env): string {
@@ -82,6 +84,8 @@ export class EspruinoEngine {
   private watches = new Map<number, Watch>();
   private timers = new Set<TimerHandle>();
   private busyUntil = new Map<number, number>();
+  /** Clock ms minus the interpreter's ms at its last output (wrote()); undefined before one. */
+  private lag: number | undefined;
   private stdoutBuf = '';
   private proxy: NetworkProxy | undefined;
   private installed = false;
@@ -120,6 +124,7 @@ export class EspruinoEngine {
     this.starts++;
     this.child = child;
     this.dropEdges();
+    this.lag = undefined;
     this.stdoutBuf = '';
     child.stdout!.setEncoding('latin1');
     child.stdout!.on('data', (d: string) => {
@@ -268,22 +273,23 @@ export class EspruinoEngine {
         case 'W': {
           const p = Number(a[0]);
           const v = (a[1] === '1' ? 1 : 0) as Level;
+          this.wrote(Number(a[2]));
           g.write(p, v);
           this.deps.onWrite(p, v);
           break;
         }
         case 'R':
           // "R<pin>" or, for a digitalRead of an array, "R<pin>,<pin>,…": the bits, first pin most significant.
-          this.answer(a[1]!, () => String(a[0]!.split(',').reduce((v, p) => (v << 1) | g.read(Number(p)), 0)));
+          this.answerAt(Number(a[1]), a[2]!, () => String(a[0]!.split(',').reduce((v, p) => (v << 1) | g.read(Number(p)), 0)));
           break;
         case 'G':
           this.answer(a[1]!, () => g.getMode(Number(a[0])) ?? '-');
           break;
         case 'a':
-          this.answer(a[1]!, () => String(g.analogRead(Number(a[0]))));
+          this.answerAt(Number(a[1]), a[2]!, () => String(g.analogRead(Number(a[0]))));
           break;
         case 'I':
-          this.answer(a[2]!, () => this.i2c(a[0]!, Number(a[0]!.slice(1)), a[1]!));
+          this.answerAt(Number(a[2]), a[3]!, () => this.i2c(a[0]!, Number(a[0]!.slice(1)), a[1]!));
           break;
         case 'E':
           this.answer(a[2]!, () => this.pull(Number(a[0]), Number(a[1]) * 1000));
@@ -295,11 +301,13 @@ export class EspruinoEngine {
           const p = Number(a[0]);
           const duty = Number(a[1]);
           const freq = Number(a[2]) > 0 ? Number(a[2]) : DEFAULT_PWM_HZ;
+          this.wrote(Number(a[3]));
           g.analogWrite(p, duty, freq);
           this.deps.onPwm(p, duty, freq);
           break;
         }
         case 'P':
+          this.wrote(Number(a[3]));
           this.pulse(Number(a[0]), (a[1] === '1' ? 1 : 0) as Level, (a[2] ?? '').split(',').map(Number));
           break;
         case 'S':
@@ -335,14 +343,41 @@ export class EspruinoEngine {
           // afresh (watch ids count from 1 again and no edge has been delivered yet).
           this.watches.clear();
           this.dropEdges();
+          this.lag = undefined;
           break;
         default:
           break; // 'H' (pin channel up)
       }
     } catch (e) {
       this.deps.print(`sim: ${(e as Error).message}`);
-      if (kind === 'R' || kind === 'G') this.answer(a[1]!, () => '0');
+      if (kind === 'R') this.answer(a[2]!, () => '0');
+      if (kind === 'G') this.answer(a[1]!, () => '0');
     }
+  }
+
+  /**
+   * An output at the interpreter's time t (ms since its shim started): how late this process handles it
+   * is the reference for the reads that follow (answerAt).
+   */
+  private wrote(t: number): void {
+    if (Number.isFinite(t)) this.lag = this.deps.clock.now() - t;
+  }
+
+  /**
+   * Answer a read the interpreter made at its time t no earlier than the same time after its last output
+   * in this process. The interpreter's lines reach Node through a pipe: when Node is busy, a pin write
+   * and the read the firmware made 25 ms later arrive together, and answered at once the read would see
+   * the rig 25 ms too early (a relay's armature, driven by the write, not yet moved). The interpreter
+   * waits on the pipe meanwhile, as the chip's read would have happened then.
+   */
+  private answerAt(t: number, q: string, value: () => string): void {
+    const wait = this.lag === undefined || !Number.isFinite(t) ? 0 : Math.min(t + this.lag - this.deps.clock.now(), MAX_ALIGN_MS);
+    if (wait <= 0) return this.answer(q, value);
+    const h = this.deps.clock.setTimeout(() => {
+      this.timers.delete(h);
+      this.answer(q, value);
+    }, wait);
+    this.timers.add(h);
   }
 
   /**

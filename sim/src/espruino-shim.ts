@@ -40,6 +40,9 @@
 // whose main loop stalled (seen on a heavily loaded machine; docs/performance.md).
 // At every boot the shim also sends the board of the config in Storage, so the rig model wires the
 // board the firmware will read (also one written by `proofrig upload --tcp` through the console).
+// Outputs (W, A, P) and reads (R, a, I) carry the interpreter's ms since the shim started: Node answers
+// a read no earlier than the same interval after the last output reached it, so a read the firmware
+// made 25 ms after a write sees the rig 25 ms after that write even when Node took both lines at once.
 // I2C1 and analogRead are round trips like digitalRead: the rig's sensors (sensor-models.ts) answer
 // "IW addr bytes" / "IR addr n" (a NAK answers '-', and writeTo/readFrom throw as the ESP32 port does)
 // and "a pin" (analogRead, 0..1).
@@ -60,25 +63,26 @@ eval(${JSON.stringify(shimBody(port))});\n`;
 
 function shimBody(port: number): string {
   return `(function(){
-var fs=require('fs'),Q=0,NW=1,W={},P=${port | 0},RX='',S,NX=0,ST=setTimeout,SI=setInterval,TM={};
+var fs=require('fs'),T0=getTime(),Q=0,NW=1,W={},P=${port | 0},RX='',S,NX=0,ST=setTimeout,SI=setInterval,TM={};
 var MODES=['analog','input','input_pullup','input_pulldown','output','opendrain','opendrain_pullup','af_output','af_opendrain'];
 function tx(s){USB.write('\\x01'+s+'\\n');}
+function ms(){return ((getTime()-T0)*1000)|0;}
 function pin(p){var n=(typeof p=='string'&&p.charAt(0)=='D')?parseInt(p.substr(1),10):+p;if(!(n>=0&&n<40&&n==(n|0)))throw new Error('Invalid pin!');return n;}
 function ask(m){Q++;tx(m+' '+Q);var k,s,i;for(k=0;k<3;k++){try{s=fs.readFileSync('pins.fifo');}catch(e){s='';}if(s){i=s.indexOf(' ');if(s.substr(0,i)==Q)return s.substr(i+1);}}
 print('sim: no answer from the rig model to '+m);return '';}
-global.digitalWrite=function(p,v){if(Array.isArray(p)){var x=v|0,k;for(k=p.length-1;k>=0;k--){tx('W'+pin(p[k])+' '+(x&1));x>>=1;}return;}tx('W'+pin(p)+' '+(v?1:0));};
-global.digitalRead=function(p){if(Array.isArray(p)){var a=[],k;for(k=0;k<p.length;k++)a.push(pin(p[k]));return +ask('R'+a.join(','));}return +ask('R'+pin(p));};
+global.digitalWrite=function(p,v){var t=ms();if(Array.isArray(p)){var x=v|0,k;for(k=p.length-1;k>=0;k--){tx('W'+pin(p[k])+' '+(x&1)+' '+t);x>>=1;}return;}tx('W'+pin(p)+' '+(v?1:0)+' '+t);};
+global.digitalRead=function(p){if(Array.isArray(p)){var a=[],k;for(k=0;k<p.length;k++)a.push(pin(p[k]));return +ask('R'+a.join(',')+' '+ms());}return +ask('R'+pin(p)+' '+ms());};
 global.pinMode=function(p,m,a){var n=pin(p);if(m===undefined||m=='auto'){tx('M'+n+' auto');return;}if(MODES.indexOf(m)<0){tx('M'+n+' auto');throw new Error('Unknown pin mode');}tx('M'+n+' '+m+(a?' a':''));};
 global.getPinMode=function(p){var m=ask('G'+pin(p));return m=='-'?undefined:m;};
-global.analogRead=function(p){return +ask('a'+pin(p));};
+global.analogRead=function(p){return +ask('a'+pin(p)+' '+ms());};
 var IS=0,I2=global.I2C1;function ib(a,d){var k,j,x;for(k=0;k<a.length;k++){x=a[k];if(typeof x=='number')d.push(x&255);else if(typeof x=='string')for(j=0;j<x.length;j++)d.push(x.charCodeAt(j)&255);else if(x&&x.length!==undefined)ib(x,d);}return d;}
 function ia(a){return typeof a=='object'&&a?+a.address:+a;}
 I2.setup=function(o){IS=1;};
-I2.writeTo=function(a){if(!IS)throw new Error('I2C device not set up');var n=ia(a),d=[],k;for(k=1;k<arguments.length;k++)ib([arguments[k]],d);if(ask('IW'+n+' '+(d.join(',')||'-'))!='1')throw new Error('I2C: no ACK from address 0x'+n.toString(16));};
-I2.readFrom=function(a,q){if(!IS)throw new Error('I2C device not set up');var n=ia(a),s=ask('IR'+n+' '+(q|0));if(!s||s=='-')throw new Error('I2C: no ACK from address 0x'+n.toString(16));return new Uint8Array(s.split(',').map(Number));};
-global.analogWrite=function(p,v,o){var f=o&&o.freq>0?o.freq:0;v=+v||0;tx('A'+pin(p)+' '+Math.min(1,Math.max(0,v))+' '+f);};
+I2.writeTo=function(a){if(!IS)throw new Error('I2C device not set up');var n=ia(a),d=[],k;for(k=1;k<arguments.length;k++)ib([arguments[k]],d);if(ask('IW'+n+' '+(d.join(',')||'-')+' '+ms())!='1')throw new Error('I2C: no ACK from address 0x'+n.toString(16));};
+I2.readFrom=function(a,q){if(!IS)throw new Error('I2C device not set up');var n=ia(a),s=ask('IR'+n+' '+(q|0)+' '+ms());if(!s||s=='-')throw new Error('I2C: no ACK from address 0x'+n.toString(16));return new Uint8Array(s.split(',').map(Number));};
+global.analogWrite=function(p,v,o){var f=o&&o.freq>0?o.freq:0;v=+v||0;tx('A'+pin(p)+' '+Math.min(1,Math.max(0,v))+' '+f+' '+ms());};
 global.digitalPulse=function(p,v,t){var n=pin(p);if(t===0)return;if(typeof t=='number'){if(!(t>=0))throw new Error('Pulse Time given for digitalPulse is less than 0, or not a number');t=[t];}
-var a=[],k;for(k=0;k<t.length;k++)a.push(+t[k]);tx('P'+n+' '+(v?1:0)+' '+a.join(','));};
+var a=[],k;for(k=0;k<t.length;k++)a.push(+t[k]);tx('P'+n+' '+(v?1:0)+' '+a.join(',')+' '+ms());};
 global.setWatch=function(f,p,o){var n=pin(p),rep=false,edge=0,d=-1;if(typeof f!='function'&&typeof f!='string')throw new Error('Function or String not supplied!');
 if(typeof o=='object'&&o){rep=!!o.repeat;if(o.edge=='rising'||o.edge===1)edge=1;else if(o.edge=='falling'||o.edge===-1)edge=-1;if(o.data!==undefined){try{d=pin(o.data);}catch(e){d=-1;}}}else rep=!!o;
 if(n>=6&&n<=11){print('WARNING: Unable to set watch. GPIO6..11 drive the flash chip and cannot be watched');return undefined;}
