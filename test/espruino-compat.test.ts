@@ -108,10 +108,10 @@ describe('checkEspruino: one minimal snippet per rule', () => {
     expect(Object.keys(RULES).filter((id) => !covered.has(id))).toEqual([]);
   });
 
-  it('max-size: flags a file over maxBytes (default 48 KiB), measured in UTF-8 bytes', () => {
+  it('max-size: flags a file over maxBytes (default 64 KiB), measured in UTF-8 bytes', () => {
     expect(rulesOf('var a = 1;', { maxBytes: 5 })).toEqual(['max-size']);
-    expect(rulesOf('var a = 1;\n'.repeat(4500))).toEqual(['max-size']); // 49,500 > 49,152 bytes
-    expect(rulesOf('var a = 1;\n'.repeat(4000))).toEqual([]); // 44,000 bytes
+    expect(rulesOf('var a = 1;\n'.repeat(6000))).toEqual(['max-size']); // 66,000 > 65,536 bytes
+    expect(rulesOf('var a = 1;\n'.repeat(5900))).toEqual([]); // 64,900 bytes
     expect(rulesOf('var s = "éé";', { maxBytes: 14 })).toEqual(['max-size']); // 13 chars, 15 bytes
   });
 
