@@ -180,6 +180,25 @@ describe('firmware stepper: stepper.move', () => {
     }
   });
 
+  it('timers starved from 140 mm of a move to 150 (no tick runs, edges still do): the steps end at the target, not run on past it', () => {
+    // The step train is hardware PWM that only a JavaScript timer retunes and ends. On a chip whose
+    // CPU cannot keep up, the ticks come late while the encoder's edges are still handled: an edge
+    // stamped after the span of steps the last tick licensed runs that tick itself.
+    const b = homed();
+    const p0 = b.rig.pulses(STEP);
+    b.rig.send(b.s, move('m1', 150));
+    b.slide.until(140);
+    for (let t = 0; t < 1000; t++) {
+      b.rig.stall(1); // a ms in which no timer runs
+      b.slide.sync(); // and the encoder's edges are delivered
+    }
+    expect(b.rig.pwm[STEP]).toBeUndefined();
+    expect(Math.abs(b.slide.mm - 150)).toBeLessThanOrEqual(X.tolerance_mm / 2);
+    const res = results(runTo(b, 'm1'))[0];
+    expect(res).toMatchObject({ rid: 'm1', st: 'completed', ev: 'encoder', ver: true });
+    expect(Math.abs(b.rig.pulses(STEP) - p0 - 150 * SPM)).toBeLessThanOrEqual((X.tolerance_mm / 2) * SPM);
+  });
+
   it('sends progress at most every 250 ms with the encoder position and a rising percentage', () => {
     const b = homed();
     b.rig.send(b.s, move('m1', 100));

@@ -79,6 +79,22 @@ const BACK: boolean[] = [];
  * the edges queued meanwhile, and by tick sampling the encoder would look silent for that long.
  */
 const edgeGapS: number[] = [];
+/**
+ * When the steps still to issue at the rate running now are all issued, getTime() seconds (1e9 while
+ * no steps run): the span of steps the last tick licensed. The tick that follows normally comes
+ * first; an encoder edge stamped after it means that tick is late (a CPU starved of time), and the
+ * edge runs the tick itself. So a late tick makes the move end late by the edges' lag, never lets the
+ * hardware step train run on past the target until the timer comes (to the hard stop if it never does).
+ */
+const dueAt: number[] = [];
+/** For the tick, set at the start: GPIO and active level of FAULT and of the switch ahead (-1: none), the soft limits ± tolerance and counts per mm. */
+const faultPin: number[] = [];
+const faultLv: number[] = [];
+const aheadPin: number[] = [];
+const aheadLv: number[] = [];
+const outMax: number[] = [];
+const outMin: number[] = [];
+const cpmm: number[] = [];
 const IV: (TimerId | undefined)[] = [];
 /** analogWrite options, one object per axis, retuned in place. */
 const PO: { freq: number }[] = [];
@@ -140,6 +156,7 @@ function halt(i: number): void {
   integratedAt[i] = t;
   HZ[i] = 0;
   edgeGapS[i] = 1e9;
+  dueAt[i] = 1e9;
   if (IV[i] !== undefined) clearInterval(IV[i]);
   IV[i] = undefined;
 }
@@ -241,14 +258,6 @@ function hit(i: number, max: boolean, was: string, did: string): void {
     f2(pos(i)) + ' mm, target ' + TGT[i] + ' mm; ' + did);
 }
 
-/** The encoder is beyond a soft limit (by more than the tolerance) on the side the axis moves to. */
-function outside(i: number): boolean {
-  const lim = softLimits(AX[i]);
-  const p = pos(i);
-  const tol = AX[i].tolerance_mm;
-  return DIR[i] > 0 ? p > lim.max_mm + tol : p < lim.min_mm - tol;
-}
-
 /**
  * At a tick (and at the end): the steps issued when the encoder was last seen counting, for end()'s
  * "silent at the end" check. A gap in the middle of the motion is judged per edge (edgeGapS).
@@ -260,38 +269,64 @@ function counted(i: number): void {
   }
 }
 
+/**
+ * The profile tick, every TICK_MS while steps run: 50 a second, so its common path is short (Espruino
+ * lexes a function's whole text at every call): the rare endings are functions of their own.
+ */
 function tick(i: number): void {
-  const s = AX[i];
   const t = getTime();
   stepsIssued[i] += HZ[i] * (t - integratedAt[i]);
   integratedAt[i] = t;
   counted(i);
-  // The watches act at the edge; this catches an edge Espruino could not watch or dropped.
-  if (closed(s.driver.fault)) return fault(i);
-  if (MODE[i] === HOME ? closed(s.home) : closed(DIR[i] > 0 ? s.limit_max : s.home)) return limit(i, MODE[i] !== HOME && DIR[i] > 0);
-  if (MODE[i] === MOVE && outside(i)) {
-    halt(i);
-    const lim = softLimits(s);
-    return end(i, 'failed', 'encoder', false, 'LIMIT_HIT',
-      s.axis + ': encoder at ' + f2(pos(i)) + ' mm left the soft limits ' + lim.min_mm + '..' + lim.max_mm + ' mm while moving to ' + TGT[i] + ' mm; motion stopped');
-  }
+  if (tickStops(i)) return;
   const rem = stepsToIssue[i] - stepsIssued[i];
-  if (rem < 0.5) {
-    if (MODE[i] === MOVE) return awaitVerdict(i);
-    halt(i);
-    return end(i, 'failed', 'aux_contact', false, 'NO_FEEDBACK',
-      s.axis + ': home switch on GPIO' + s.home.pin + ' never closed within ' + r2(stepsToIssue[i] / s.steps_per_mm) + ' mm (encoder moved ' +
-      f2(pos(i) - cmdOrigin[i]) + ' mm); check the switch wiring');
-  }
+  if (rem < 0.5) return tickEnd(i);
   // The shared profile (protocol motion.ts): the host plans the deadline on the same ticks.
-  const hz = stepHz(s, V[i], t - T0[i], rem, MODE[i] === MOVE);
+  const hz = stepHz(AX[i], V[i], t - T0[i], rem, MODE[i] === MOVE);
   if (hz !== HZ[i]) setHz(i, hz);
-  if (t - TP[i] >= PROG_MS / 1000) {
-    TP[i] = t;
-    const span = TGT[i] - cmdOrigin[i];
-    const pct = MODE[i] === MOVE && span ? Math.round((100 * (pos(i) - cmdOrigin[i])) / span) : 0;
-    prog(SLOT[i], Math.max(0, Math.min(100, pct)), r2(pos(i)));
+  dueAt[i] = t + rem / hz;
+  if (t - TP[i] >= PROG_MS / 1000) progress(i, t);
+}
+
+/** At a tick: FAULT, the switch ahead, or the soft limits left end the command (true). */
+function tickStops(i: number): boolean {
+  // The watches act at the edge; this catches an edge Espruino could not watch or dropped. Pins and
+  // levels as closed() reads them, looked up once at the start (see sw()).
+  if ((digitalRead(faultPin[i]) ? 1 : 0) === faultLv[i]) {
+    fault(i);
+    return true;
   }
+  if (aheadPin[i] >= 0 && (digitalRead(aheadPin[i]) ? 1 : 0) === aheadLv[i]) {
+    limit(i, MODE[i] !== HOME && DIR[i] > 0);
+    return true;
+  }
+  if (MODE[i] !== MOVE) return false;
+  // outside(), from the bounds computed at the start.
+  const p = CNT[i] / cpmm[i];
+  if (DIR[i] > 0 ? p <= outMax[i] : p >= outMin[i]) return false;
+  const s = AX[i];
+  halt(i);
+  const lim = softLimits(s);
+  end(i, 'failed', 'encoder', false, 'LIMIT_HIT',
+    s.axis + ': encoder at ' + f2(pos(i)) + ' mm left the soft limits ' + lim.min_mm + '..' + lim.max_mm + ' mm while moving to ' + TGT[i] + ' mm; motion stopped');
+  return true;
+}
+
+/** Every step is issued: a move awaits its verdict; homing that never met its switch fails. */
+function tickEnd(i: number): void {
+  if (MODE[i] === MOVE) return awaitVerdict(i);
+  const s = AX[i];
+  halt(i);
+  end(i, 'failed', 'aux_contact', false, 'NO_FEEDBACK',
+    s.axis + ': home switch on GPIO' + s.home.pin + ' never closed within ' + r2(stepsToIssue[i] / s.steps_per_mm) + ' mm (encoder moved ' +
+    f2(pos(i) - cmdOrigin[i]) + ' mm); check the switch wiring');
+}
+
+function progress(i: number, t: number): void {
+  TP[i] = t;
+  const span = TGT[i] - cmdOrigin[i];
+  const pct = MODE[i] === MOVE && span ? Math.round((100 * (pos(i) - cmdOrigin[i])) / span) : 0;
+  prog(SLOT[i], Math.max(0, Math.min(100, pct)), r2(pos(i)));
 }
 
 /** Enable, set DIR, start the step train at MIN_HZ and the profile tick. */
@@ -310,7 +345,18 @@ function start(i: number, dir: number, steps: number, v: number, mode: number): 
   stepsAtLastCount[i] = 0;
   BACK[i] = false;
   T0[i] = integratedAt[i] = TP[i] = getTime();
+  const s = AX[i];
+  const lim = softLimits(s);
+  faultPin[i] = s.driver.fault.pin;
+  faultLv[i] = s.driver.fault.active_low ? 0 : 1;
+  const ahead = mode === HOME || dir < 0 ? s.home : s.limit_max;
+  aheadPin[i] = ahead ? ahead.pin : -1;
+  aheadLv[i] = ahead && !ahead.active_low ? 1 : 0;
+  outMax[i] = lim.max_mm + s.tolerance_mm;
+  outMin[i] = lim.min_mm - s.tolerance_mm;
+  cpmm[i] = s.encoder.counts_per_mm;
   setHz(i, MIN_HZ);
+  dueAt[i] = T0[i] + steps / MIN_HZ;
   IV[i] = setInterval(TICK[i], TICK_MS);
 }
 
@@ -456,6 +502,12 @@ function watchOk(id: number, pin: number, what: string, pull: string): void {
   else if (pull !== 'up') pinInput(pin, pull);
 }
 
+/** An edge long after the previous one: BACK unless the wait began before this command's motion (T0). */
+function gapEdge(i: number, ev: WatchEvent): void {
+  const lt = ev.lastTime as number;
+  if (ev.time - (lt > T0[i] ? lt : T0[i]) > edgeGapS[i]) BACK[i] = true;
+}
+
 function makers(i: number): void {
   TICK[i] = function () {
     tick(i);
@@ -471,10 +523,17 @@ function makers(i: number): void {
   // means the encoder had stopped counting while steps ran: BACK.
   pinInput(e.a_pin, e.pull);
   pinInput(e.b_pin, e.pull);
+  // Espruino finds a name by walking each scope's names in order: the callback reads this function's
+  // few aliases, not the bundle's scope of hundreds.
+  // Short: a gap longer than edgeGapS since the previous edge (rare: once per move at least, its
+  // first edge) is judged in gapEdge; an edge after dueAt runs the late tick.
+  const cnt = CNT;
+  const gap = edgeGapS;
+  const due = dueAt;
   watchOk(pinWatch(function (ev) {
-    CNT[i] += !ev.state !== !ev.data ? 1 : -1;
-    const lt = ev.lastTime as number;
-    if (ev.time - (lt > T0[i] ? lt : T0[i]) > edgeGapS[i]) BACK[i] = true;
+    cnt[i] += ev.state !== ev.data ? 1 : -1;
+    if (ev.time - (ev.lastTime as number) > gap[i]) gapEdge(i, ev);
+    if (ev.time > due[i]) tick(i);
   }, e.a_pin, { repeat: true, edge: 'both', data: e.b_pin }), e.a_pin, s.axis + ' encoder A', e.pull);
   inputs(s.driver.fault, function () {
     fault(i);
@@ -503,6 +562,7 @@ export function stepperInit(b: BoardDef, d: Done, p: (slot: number, pct: number,
     MODE[i] = IDLE;
     HOMED[i] = false;
     edgeGapS[i] = 1e9;
+    dueAt[i] = 1e9;
     C0[i] = DIR[i] = stepsToIssue[i] = stepsIssued[i] = HZ[i] = T0[i] = integratedAt[i] = TP[i] = V[i] = TGT[i] = cmdOrigin[i] = stopCounts[i] = 0;
     stopCovers[i] = false;
     PO[i] = { freq: MIN_HZ };

@@ -86,12 +86,13 @@ var a=[],k;for(k=0;k<t.length;k++)a.push(+t[k]);tx('P'+n+' '+(v?1:0)+' '+a.join(
 global.setWatch=function(f,p,o){var n=pin(p),rep=false,edge=0,d=-1;if(typeof f!='function'&&typeof f!='string')throw new Error('Function or String not supplied!');
 if(typeof o=='object'&&o){rep=!!o.repeat;if(o.edge=='rising'||o.edge===1)edge=1;else if(o.edge=='falling'||o.edge===-1)edge=-1;if(o.data!==undefined){try{d=pin(o.data);}catch(e){d=-1;}}}else rep=!!o;
 if(n>=6&&n<=11){print('WARNING: Unable to set watch. GPIO6..11 drive the flash chip and cannot be watched');return undefined;}
-var id=NW++;W[id]={f:f,r:rep,e:edge,t:getTime()};tx('S'+id+' '+n+' '+d);return id;};
+var id=NW++;W[id]={f:f,r:rep,e:edge,t:getTime(),q:rep&&!edge&&d>=0&&typeof f=='function'};tx('S'+id+' '+n+' '+d);return id;};
 global.clearWatch=function(id){if(arguments.length===0){W={};tx('C*');return;}if(id===undefined)throw new Error('clearWatch(undefined) not allowed. Use clearWatch() instead.');
 if(!W[id])throw new Error('Unknown Watch '+id);delete W[id];tx('C'+id);};
-function batch(a){var n=a.length,i=3,k=a[0],b=a[2],id,w,x,t,ev,f;if(k+a[1]<=NX)return;for(;i<n;i++){x=a[i];if(x<0){id=-x;w=W[id];continue;}if(k++<NX)continue;NX=k;if(!w)continue;
-t=(b+(x>>3)/1e3)/1e3;if(w.e&&(w.e==1)!=(x&1)){w.t=t;continue;}ev={state:(x&1)==1,time:t,lastTime:w.t};w.t=t;if(x&6)ev.data=(x&4)!=0;
-f=w.f;if(!w.r){delete W[id];tx('C'+id);}try{if(typeof f=='string')eval(f);else f(ev);}catch(e){print('Uncaught '+e);}w=W[id];}}
+function one(id,w,x,t){var ev,f;if(w.e&&(w.e==1)!=(x&1)){w.t=t;return;}ev={state:(x&1)==1,time:t,lastTime:w.t};w.t=t;if(x&6)ev.data=(x&4)!=0;
+f=w.f;if(!w.r){delete W[id];tx('C'+id);}try{if(typeof f=='string')eval(f);else f(ev);}catch(e){print('Uncaught '+e);}}
+function batch(a){var n=a.length,i=3,k=a[0],b=a[2],id,w,x,t,ev;if(k+a[1]<=NX)return;for(;i<n;i++){x=a[i];if(x<0){id=-x;w=W[id];}else if(k++>=NX){NX=k;if(w){t=(b+(x>>3)/1e3)/1e3;
+if(w.q){ev={state:(x&1)==1,time:t,lastTime:w.t,data:(x&4)!=0};w.t=t;try{w.f(ev);}catch(e){print('Uncaught '+e);}}else one(id,w,x,t);w=W[id];}}}}
 function pull(){var k,s;for(k in W){s=ask('E'+NX+' '+getTime());if(s)batch(JSON.parse(s));return;}}
 function wrap(a,rep){var f=a[0],o={},id,n=rep?SI:ST;if(typeof f!='function')return n.apply(undefined,a);
 a[0]=function(){try{pull();}catch(e){print('sim: '+e);}if(TM[id]!==o)return;if(!rep)delete TM[id];return f.apply(this,arguments);};id=n.apply(undefined,a);TM[id]=o;return id;}
