@@ -34,7 +34,11 @@ const sc = (r: CallToolResult) => r.structuredContent as unknown as CommandStatu
 // long motion run: today's firmware cannot follow a 30 mm/s move at 16 ns per instruction. Its
 // encoder callbacks (750/s) and 20 ms step tick need more CPU than the chip has: a 150 mm move ran on
 // to the hard stop at 202 mm while the device sent nothing for 6.4 s, and the host rightly ended it
-// timeout (outcome unknown). The power cut mid-move runs at chip speed in e2e-power-cycle.
+// timeout (outcome unknown). Measured per edge and per tick (docs/chip-speed.md, scripts/stepper-cost.mjs):
+// after making both cheaper the tick alone still takes ~60 % of the chip and the edges at 30 mm/s
+// most of the rest, and these specs still ended timeout at chip speed. The firmware no longer lets a
+// late tick run the steps on past the target (firmware-stepper.test.ts, "timers starved").
+// The power cut mid-move runs at chip speed in e2e-power-cycle.
 describe.each(tiersUnderTest())('on the %s engine', (engine) => {
   describe('a move ends completed only when the encoder agrees', () => {
     picked(engine, false)('a move to 150 mm ends completed with evidence encoder and a measured position within tolerance', async () => {

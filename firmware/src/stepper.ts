@@ -80,7 +80,7 @@ const BACK: boolean[] = [];
  */
 const edgeGapS: number[] = [];
 /**
- * When the steps still to issue at the rate running now are all issued, getTime() seconds (1e9 while
+ * When the steps still to issue at the rate running now are all issued, getTime() seconds (Infinity while
  * no steps run): the span of steps the last tick licensed. The tick that follows normally comes
  * first; an encoder edge stamped after it means that tick is late (a CPU starved of time), and the
  * edge runs the tick itself. So a late tick makes the move end late by the edges' lag, never lets the
@@ -156,7 +156,7 @@ function halt(i: number): void {
   integratedAt[i] = t;
   HZ[i] = 0;
   edgeGapS[i] = 1e9;
-  dueAt[i] = 1e9;
+  dueAt[i] = Infinity;
   if (IV[i] !== undefined) clearInterval(IV[i]);
   IV[i] = undefined;
 }
@@ -562,7 +562,7 @@ export function stepperInit(b: BoardDef, d: Done, p: (slot: number, pct: number,
     MODE[i] = IDLE;
     HOMED[i] = false;
     edgeGapS[i] = 1e9;
-    dueAt[i] = 1e9;
+    dueAt[i] = Infinity;
     C0[i] = DIR[i] = stepsToIssue[i] = stepsIssued[i] = HZ[i] = T0[i] = integratedAt[i] = TP[i] = V[i] = TGT[i] = cmdOrigin[i] = stopCounts[i] = 0;
     stopCovers[i] = false;
     PO[i] = { freq: MIN_HZ };
