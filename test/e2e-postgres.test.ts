@@ -2,7 +2,8 @@
 // client, relay_set completes; the host restarted on the same database answers the command with its
 // status and history; the password in the URL is in no log line.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RIG, startE2E, type E2E } from './helpers/e2e.js';
+import { RELAY_BOARD, RIG, startE2E, until, type E2E } from './helpers/e2e.js';
+import { startBin } from './helpers/bin.js';
 import { PG_PASS, postgresOrNotice, startPostgres, type Postgres } from './helpers/postgres.js';
 
 // The MCP tokens of a PostgreSQL journal live in the host's state folder: a temporary one here.
@@ -45,5 +46,27 @@ describe.runIf(RUN)('serve with its journal in PostgreSQL', () => {
     expect(rows).toHaveLength(1);
     expect(rows[0].state).toBe('completed');
     expect(JSON.stringify(e.logs)).not.toContain(PG_PASS);
+  });
+
+  it('the proofrig command: serve on a URL shows it without the password; a second serve, and devices list, are refused while it runs; devices list works after', async () => {
+    const db = await server.createDatabase();
+    const env = { PROOFRIG_HOME: process.env.PROOFRIG_HOME };
+    const host = startBin(['serve', '--db', db, '--http', '0', '--sim', RELAY_BOARD, '--log-level', 'silent'], env);
+    await until(() => host.out().includes('proofrig is running') || host.p.exitCode !== null, 20000, 'the host to start');
+    expect(host.err()).toBe('');
+    expect(host.out()).toContain(`journal:               ${db.replace(PG_PASS, '***')}`);
+    expect(host.out() + host.err()).not.toContain(PG_PASS);
+    const second = startBin(['serve', '--db', db, '--http', '0', '--log-level', 'silent'], env);
+    expect(await second.done).not.toBe(0);
+    expect(second.err()).toMatch(/journal postgres:\/\/proofrig:\*\*\*@127\.0\.0\.1:\d+\/\w+ is in use by another proofrig host \(proofrig host pid \d+ at 127\.0\.0\.1 since [^)]+\); stop that one, or give this one its own database with --db/);
+    const busy = startBin(['devices', 'list', '--db', db], env);
+    expect(await busy.done).not.toBe(0);
+    expect(busy.err()).toContain('is in use by another proofrig host');
+    for (const p of [second, busy]) expect(p.out() + p.err()).not.toContain(PG_PASS);
+    host.p.kill('SIGTERM');
+    expect(await host.done).toBe(0);
+    const list = startBin(['devices', 'list', '--db', db, '--json'], env);
+    expect(await list.done).toBe(0);
+    expect(JSON.parse(list.out())).toMatchObject([{ device_id: RIG, simulated: true }]);
   });
 });
