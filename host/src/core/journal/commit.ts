@@ -323,7 +323,15 @@ export abstract class GroupCommit {
     this.unsynced = false;
     this.covered = this.next;
     this.next = [];
-    const done = (err: Error | null) => {
+    let fd: number | undefined;
+    if (!this.mirror)
+      try {
+        fd = this.wal();
+      } catch (e) {
+        this.syncing = false;
+        return this.syncFailed(e as Error, this.covered.splice(0));
+      }
+    this.durableAsync(fd, (err) => {
       this.syncing = false;
       const done = this.covered;
       this.covered = [];
@@ -335,16 +343,13 @@ export abstract class GroupCommit {
         this.commitBatch();
       }
       this.startSync();
-    };
-    if (this.mirror) return this.mirror.ship(done);
-    let fd: number;
-    try {
-      fd = this.wal();
-    } catch (e) {
-      this.syncing = false;
-      return this.syncFailed(e as Error, this.covered.splice(0));
-    }
-    this.syncAsync(fd, done);
+    });
+  }
+
+  /** What makes the COMMITs so far durable: the WAL's fsync (`fd`), or for a journal in PostgreSQL its transaction there. */
+  private durableAsync(fd: number | undefined, done: (err: Error | null) => void): void {
+    if (this.mirror) this.mirror.ship(done);
+    else this.syncAsync(fd!, done);
   }
 
   /** The fsync of the WAL on libuv's thread pool (a seam: tests delay or fail it). */
