@@ -2,7 +2,8 @@
 // for on this thread (the start, a write that must be durable when it returns, close: Atomics.wait
 // until the worker answers, as the journal's SQLite calls are synchronous) and in the background (a
 // batch's commit, whose waiters are told when it returns). The worker runs requests one at a time, in
-// the order they were asked, so a waited-for request also waits for the background ones before it.
+// the order they were asked, so a waited-for request also waits for the background ones before it;
+// after a request fails, every later one fails with the same reason (nothing commits after a lost batch).
 import { createRequire } from 'node:module';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 
@@ -48,6 +49,8 @@ async function handle(m) {
     } catch (e) {
       if (m.tx && !dead) try { await client.query('ROLLBACK'); } catch {}
       reply = { id: m.id, error: say(e) };
+      // A transaction that failed is a journal that takes no more writes: nothing after it may commit.
+      dead = dead || e;
     }
   if (m.sync) {
     port.postMessage(reply);
