@@ -6,10 +6,10 @@
 // are missing the specs skip with a one-line notice; with CI set that fails the run (.ci/run installs them).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { freePort, serviceGate } from './service.js';
 
 function findBin(): string {
   if (process.env.PROOFRIG_PG_BIN) return process.env.PROOFRIG_PG_BIN;
@@ -21,33 +21,12 @@ function findBin(): string {
 
 export const PG_BIN = findBin();
 export const POSTGRES_AVAILABLE = existsSync(join(PG_BIN, 'initdb'));
-if (!POSTGRES_AVAILABLE && process.env.CI) throw new Error(`CI requires PostgreSQL at ${PG_BIN}: .ci/run installs Debian's postgresql package`);
-
-let noticed = false;
 /** True when the PostgreSQL specs run; else prints the one-line notice once. */
-export function postgresOrNotice(): boolean {
-  if (POSTGRES_AVAILABLE) return true;
-  if (!noticed) {
-    noticed = true;
-    console.log(`PostgreSQL specs skipped: no initdb under ${PG_BIN} (apt-get install -y postgresql)`);
-  }
-  return false;
-}
+export const postgresOrNotice = serviceGate('PostgreSQL', join(PG_BIN, 'initdb'), POSTGRES_AVAILABLE, 'postgresql');
 
 /** The superuser of the specs' clusters and its password (which the URLs carry, and logs must not). */
 export const PG_USER = 'proofrig';
 export const PG_PASS = 'pg-secret-for-tests';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 /** Run a PostgreSQL program as the cluster's owner: the postgres user when we are root, else ourselves. */
 function asOwner(cmd: string, args: string[]): string {
