@@ -7,7 +7,7 @@ const hostVersion = (JSON.parse(readFileSync('host/package.json', 'utf8')) as { 
 
 // The bench and its helper processes; the host and protocol are TypeScript source, bundled in.
 export default defineConfig({
-  entry: { run: 'bench/src/run.ts', loadgen: 'bench/src/loadgen.ts', 'mcp-load': 'bench/src/mcp-load.ts', probe: 'bench/src/probe.ts', latprobe: 'bench/src/latprobe.ts', mcplat: 'bench/src/mcplat.ts', 'espruino-memory': 'bench/src/espruino-memory.ts' },
+  entry: { run: 'bench/src/run.ts', loadgen: 'bench/src/loadgen.ts', 'mcp-load': 'bench/src/mcp-load.ts', probe: 'bench/src/probe.ts', latprobe: 'bench/src/latprobe.ts', mcplat: 'bench/src/mcplat.ts', 'espruino-memory': 'bench/src/espruino-memory.ts', 'journal-pg': 'bench/src/journal-pg.ts' },
   format: ['esm'],
   target: 'node20',
   platform: 'node',

@@ -170,4 +170,33 @@ describe.each(enginesUnderTest())('on the %s engine', (engine) => {
     rig.sensors!.setValue('heater_amps', 1.5); // 1.5 A more on the same shunt: 360 mV
     expect(await read('heater_amps')).toMatchObject({ status: 'OUT_OF_RANGE', value: null });
   });
+
+  // Noise is not a fault the device can name: a noisy reading is still what the sensor gave. What holds
+  // is the range check: every reading is a number inside the plausible range, or OUT_OF_RANGE with none.
+  picked(engine, false)('noisy current sensors read numbers scattered around the current, each one in range or OUT_OF_RANGE with no value', async () => {
+    e = await start(engine);
+    const rig = e.running.rigs.get(DEV)!;
+    rig.sensors!.setLoad(1, 2.1);
+    expect((await heater(true)).final.state).toBe('completed');
+    const spread = async (sensor: string, min: number, max: number) => {
+      const ok: number[] = [];
+      for (let k = 0; k < 12; k++) {
+        const r = await read(sensor);
+        if (r.status === 'ok') {
+          expect(r.value, JSON.stringify(r)).toBeGreaterThanOrEqual(min);
+          expect(r.value, JSON.stringify(r)).toBeLessThanOrEqual(max);
+          ok.push(r.value!);
+        } else expect(r, JSON.stringify(r)).toMatchObject({ status: 'OUT_OF_RANGE', value: null });
+      }
+      return ok.length ? Math.max(...ok) - Math.min(...ok) : 0;
+    };
+    // Clean: the ACS712's 8-sample average and the INA219 both read the heater's 2.1 A closely.
+    expect(await spread('heater_current', -0.5, 5.5)).toBeLessThan(0.2);
+    expect(await spread('heater_amps', -0.2, 3.0)).toBe(0);
+    // Noisy (the ADC with 40x its noise, the INA219 with 2 % of its shunt range): scattered readings.
+    rig.setSensorFault('heater_current', 'noisy');
+    rig.setSensorFault('heater_amps', 'noisy');
+    expect(await spread('heater_current', -0.5, 5.5)).toBeGreaterThan(0.5);
+    expect(await spread('heater_amps', -0.2, 3.0)).toBeGreaterThan(0.02);
+  });
 });

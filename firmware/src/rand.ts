@@ -28,9 +28,3 @@ export function randBytes(n: number): string {
   for (let i = 0; i < n; i++) s += String.fromCharCode(r32() & 255);
   return s;
 }
-
-/** A 4-byte WebSocket mask from one 32-bit draw (no per-byte loop). */
-export function randMask(): string {
-  const x = r32();
-  return String.fromCharCode(x & 255, (x >> 8) & 255, (x >> 16) & 255, x >>> 24);
-}

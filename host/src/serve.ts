@@ -13,6 +13,7 @@ import { createMcpServer, type McpOptions } from './mcp/tools.js';
 import type { Exposure } from './mcp/exposure.js';
 import { XiaozhiBridge } from './mcp/xiaozhi.js';
 import { lockJournal } from './journal-lock.js';
+import { isPostgresUrl } from './core/journal/db-url.js';
 import { FIRMWARE_FILE, FIRMWARE_MQTT_FILE } from './paths.js';
 // Only --broker needs mqtt.js: loaded with import() then.
 import type { MqttGateway } from './gateway/mqtt-gateway.js';
@@ -170,7 +171,8 @@ export async function serve(o: ServeOptions): Promise<Running> {
     if (warning) o.logger.warn({ evt: 'state_dir_open' }, warning);
     if (auth) tokens = loadOrCreateTokens(dir);
   } else if (auth) tokens = ephemeralTokens();
-  const lock = o.db === ':memory:' ? undefined : lockJournal(o.db);
+  // A PostgreSQL journal is held by an advisory lock in the database itself (core/journal/postgres.ts).
+  const lock = o.db === ':memory:' || isPostgresUrl(o.db) ? undefined : lockJournal(o.db);
   let core: HostCore;
   let http: HttpHost;
   const mcp: McpOptions = { confirmAtHost: o.confirmAtHost, exposure: o.exposure };

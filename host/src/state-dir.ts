@@ -4,12 +4,16 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Tokens } from './mcp/access.js';
+import { isPostgresUrl } from './core/journal/db-url.js';
+import { STATE_HOME } from './paths.js';
 
 export const AGENT_TOKEN_FILE = 'agent-token';
 export const OPERATOR_TOKEN_FILE = 'operator-token';
 
 /** The folder that holds the journal `db` (and the tokens beside it). */
 export function stateDir(db: string): string {
+  // A journal in PostgreSQL has no folder of its own: the tokens are in the host's state folder.
+  if (isPostgresUrl(db)) return STATE_HOME;
   return dirname(resolve(db));
 }
 

@@ -23,8 +23,8 @@ const DEFAULT_PWM_HZ = 5000;
 const MAX_PULL = 2000;
 /** Shortest gap between two pushes of edges to the interpreter, ms. */
 const PUSH_GAP_MS = 4;
-/** The longest a read waits to line up with the interpreter's time (answerAt). */
-const MAX_ALIGN_MS = 1000;
+/** A read this long (interpreter ms) or less after an output is lined up with it (answerAt); it waits at most that long. */
+const ALIGN_WINDOW_MS = 200;
 
 /** The interpreter binary named by PROOFRIG_ESPRUINO, or an error that says how to get one. */
 export function espruinoBinary(env: NodeJS.ProcessEnv = process.env): string {
@@ -86,6 +86,8 @@ export class EspruinoEngine {
   private busyUntil = new Map<number, number>();
   /** Clock ms minus the interpreter's ms at its last output (wrote()); undefined before one. */
   private lag: number | undefined;
+  /** The interpreter's ms at its last output. */
+  private wroteAt = 0;
   private stdoutBuf = '';
   private proxy: NetworkProxy | undefined;
   private installed = false;
@@ -360,7 +362,9 @@ export class EspruinoEngine {
    * is the reference for the reads that follow (answerAt).
    */
   private wrote(t: number): void {
-    if (Number.isFinite(t)) this.lag = this.deps.clock.now() - t;
+    if (!Number.isFinite(t)) return;
+    this.lag = this.deps.clock.now() - t;
+    this.wroteAt = t;
   }
 
   /**
@@ -368,10 +372,13 @@ export class EspruinoEngine {
    * in this process. The interpreter's lines reach Node through a pipe: when Node is busy, a pin write
    * and the read the firmware made 25 ms later arrive together, and answered at once the read would see
    * the rig 25 ms too early (a relay's armature, driven by the write, not yet moved). The interpreter
-   * waits on the pipe meanwhile, as the chip's read would have happened then.
+   * waits on the pipe meanwhile, as the chip's read would have happened then (never longer than the
+   * read came after the output).
    */
   private answerAt(t: number, q: string, value: () => string): void {
-    const wait = this.lag === undefined || !Number.isFinite(t) ? 0 : Math.min(t + this.lag - this.deps.clock.now(), MAX_ALIGN_MS);
+    // Only a read soon after the output: what a write sets going in the rig (a relay's armature) is over
+    // by then, and a later read would otherwise wait again for every late output before it.
+    const wait = this.lag === undefined || !Number.isFinite(t) || t - this.wroteAt > ALIGN_WINDOW_MS ? 0 : t + this.lag - this.deps.clock.now();
     if (wait <= 0) return this.answer(q, value);
     const h = this.deps.clock.setTimeout(() => {
       this.timers.delete(h);

@@ -67,11 +67,14 @@ var fs=require('fs'),T0=getTime(),Q=0,NW=1,W={},P=${port | 0},RX='',S,NX=0,ST=se
 var MODES=['analog','input','input_pullup','input_pulldown','output','opendrain','opendrain_pullup','af_output','af_opendrain'];
 function tx(s){USB.write('\\x01'+s+'\\n');}
 function ms(){return ((getTime()-T0)*1000)|0;}
-function pin(p){var n=(typeof p=='string'&&p.charAt(0)=='D')?parseInt(p.substr(1),10):+p;if(!(n>=0&&n<40&&n==(n|0)))throw new Error('Invalid pin!');return n;}
-function ask(m){Q++;tx(m+' '+Q);var k,s,i;for(k=0;k<3;k++){try{s=fs.readFileSync('pins.fifo');}catch(e){s='';}if(s){i=s.indexOf(' ');if(s.substr(0,i)==Q)return s.substr(i+1);}}
+function pin(p){var n=typeof p=='number'?p:(typeof p=='string'&&p.charAt(0)=='D')?parseInt(p.substr(1),10):+p;if(!(n>=0&&n<40&&n==(n|0)))throw new Error('Invalid pin!');return n;}
+function pins(p){var j=p.join(','),a,k;if(/^([0-9]|[1-3][0-9])(,([0-9]|[1-3][0-9]))*$/.test(j))return j;a=[];for(k=0;k<p.length;k++)a.push(pin(p[k]));return a.join(',');}
+function rd(){try{return fs.readFileSync('pins.fifo');}catch(e){return '';}}
+function ask(m){var q=++Q,s,i;tx(m+' '+q);s=rd();i=s?s.indexOf(' '):-1;if(i>0&&s.substr(0,i)==q)return s.substr(i+1);return ask2(m,q);}
+function ask2(m,q){var k,s,i;for(k=0;k<2;k++){s=rd();if(s){i=s.indexOf(' ');if(s.substr(0,i)==q)return s.substr(i+1);}}
 print('sim: no answer from the rig model to '+m);return '';}
 global.digitalWrite=function(p,v){var t=ms();if(Array.isArray(p)){var x=v|0,k;for(k=p.length-1;k>=0;k--){tx('W'+pin(p[k])+' '+(x&1)+' '+t);x>>=1;}return;}tx('W'+pin(p)+' '+(v?1:0)+' '+t);};
-global.digitalRead=function(p){if(Array.isArray(p)){var a=[],k;for(k=0;k<p.length;k++)a.push(pin(p[k]));return +ask('R'+a.join(',')+' '+ms());}return +ask('R'+pin(p)+' '+ms());};
+global.digitalRead=function(p){if(Array.isArray(p))return +ask('R'+pins(p)+' '+ms());return +ask('R'+pin(p)+' '+ms());};
 global.pinMode=function(p,m,a){var n=pin(p);if(m===undefined||m=='auto'){tx('M'+n+' auto');return;}if(MODES.indexOf(m)<0){tx('M'+n+' auto');throw new Error('Unknown pin mode');}tx('M'+n+' '+m+(a?' a':''));};
 global.getPinMode=function(p){var m=ask('G'+pin(p));return m=='-'?undefined:m;};
 global.analogRead=function(p){return +ask('a'+pin(p)+' '+ms());};

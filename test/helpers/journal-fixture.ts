@@ -1,13 +1,15 @@
 // A journal of its own per test for the journal specs (host-journal, host-journal-file), and commands
 // to write to it: every field set, or blank. useJournal() registers the per-test setup in the calling
-// spec file.
+// spec file (or describe block): a SQLite file, or a database of its own in a throwaway PostgreSQL
+// (test/helpers/postgres.ts) for the same contract on both backends.
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import type { BoardDef, DeviceState } from '@proofrig/protocol';
 import { Journal } from '../../host/src/core/journal/journal.js';
 import { blankCommand, type CommandRecord } from '../../host/src/core/journal/records.js';
+import { postgresOrNotice, startPostgres, type Postgres } from './postgres.js';
 
 export const board = JSON.parse(readFileSync(new URL('../../boards/relay-rig-4ch.json', import.meta.url), 'utf8')) as BoardDef;
 export const STATE: DeviceState = { up: 42, relays: [{ ch: 1, cmd: true, pin: true, aux: true }] };
@@ -64,11 +66,29 @@ export function setJournal(x: Journal): void {
   j = x;
 }
 
-/** Registers the per-test setup (beforeEach) and teardown (afterEach) in the calling spec file. */
-export function useJournal(): void {
-  beforeEach(() => {
+export type Backend = 'sqlite' | 'postgres';
+/** The backends the contract specs run on: PostgreSQL where it is installed (else a one-line notice). */
+export const BACKENDS: Backend[] = postgresOrNotice() ? ['sqlite', 'postgres'] : ['sqlite'];
+/** The PostgreSQL cluster of the running describe block (postgres backend). */
+export let server: Postgres | undefined;
+
+/**
+ * Registers the per-test setup (beforeEach) and teardown (afterEach) in the calling spec file or describe
+ * block; on PostgreSQL one cluster for the block and a database per test, `path` being its URL.
+ */
+export function useJournal(backend: Backend = 'sqlite'): void {
+  if (backend === 'postgres') {
+    beforeAll(async () => {
+      server = await startPostgres();
+    });
+    afterAll(() => {
+      server?.stop();
+      server = undefined;
+    });
+  }
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'proofrig-journal-'));
-    path = join(dir, 'journal.db');
+    path = backend === 'postgres' ? await server!.createDatabase() : join(dir, 'journal.db');
     j = new Journal(path);
   });
   afterEach(() => j.close());

@@ -5,39 +5,18 @@
 // (.ci/run installs it).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort, serviceGate } from './service.js';
 import { mosquittoAuth, type MosquittoAuth } from '../../host/src/broker/mosquitto-auth.js';
 
 export const MOSQUITTO = process.env.PROOFRIG_MOSQUITTO ?? '/usr/sbin/mosquitto';
 export const MOSQUITTO_AVAILABLE = existsSync(MOSQUITTO);
-if (!MOSQUITTO_AVAILABLE && process.env.CI) throw new Error(`CI requires Mosquitto at ${MOSQUITTO}: .ci/run installs Debian's mosquitto package`);
-
-let noticed = false;
 /** True when the broker specs run; else prints the one-line notice once. */
-export function mosquittoOrNotice(): boolean {
-  if (MOSQUITTO_AVAILABLE) return true;
-  if (!noticed) {
-    noticed = true;
-    console.log(`MQTT specs skipped: no Mosquitto at ${MOSQUITTO} (apt-get install -y mosquitto)`);
-  }
-  return false;
-}
+export const mosquittoOrNotice = serviceGate('MQTT', MOSQUITTO, MOSQUITTO_AVAILABLE, 'mosquitto');
 
 /** The host's broker password in the specs' brokers. */
 export const TEST_HOST_PASS = 'host-pass-for-tests';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 export interface Broker {
   port: number;

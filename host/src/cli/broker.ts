@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_DB } from '../paths.js';
 import { Journal } from '../core/journal/journal.js';
+import { isPostgresUrl } from '../core/journal/db-url.js';
 import { prepareStateDir, stateDir } from '../state-dir.js';
 import { loadOrCreateBrokerPassword, BROKER_PASSWORD_FILE } from '../broker/host-password.js';
 import { HOST_USER, mosquittoAuth } from '../broker/mosquitto-auth.js';
@@ -22,7 +23,7 @@ interface Out {
 export function writeBrokerAcl(db: string, dir: string): { passwd: string; acl: string; devices: string[]; journal: boolean } {
   let devices: { device_id: string; secret: string }[] = [];
   // A bench starting out has no journal yet: the files then let the host in, and no device.
-  const journal = existsSync(db);
+  const journal = isPostgresUrl(db) || existsSync(db);
   if (journal) {
     const j = new Journal(db);
     try {

@@ -4,9 +4,10 @@ import type { Command } from 'commander';
 import { Journal } from '../core/journal/journal.js';
 import { lockJournal } from '../journal-lock.js';
 import { existsSync } from 'node:fs';
+import { isPostgresUrl } from '../core/journal/db-url.js';
 
 function open(db: string): Journal {
-  if (!existsSync(db)) throw new Error(`journal ${db} does not exist (pass --db FILE)`);
+  if (!isPostgresUrl(db) && !existsSync(db)) throw new Error(`journal ${db} does not exist (pass --db FILE)`);
   return new Journal(db);
 }
 
@@ -45,9 +46,10 @@ export function registerDevicesCommand(program: Command): void {
     .argument('<device_id>')
     .option('--db <path>', 'journal database file', DEFAULT_DB)
     .action((id: string, o) => {
-      if (!existsSync(o.db)) throw new Error(`journal ${o.db} does not exist (pass --db FILE)`);
-      // A running host keeps its devices in memory: remove only while no host owns the journal.
-      const lock = lockJournal(o.db);
+      if (!isPostgresUrl(o.db) && !existsSync(o.db)) throw new Error(`journal ${o.db} does not exist (pass --db FILE)`);
+      // A running host keeps its devices in memory: remove only while no host owns the journal (in
+      // PostgreSQL the journal's own advisory lock refuses this while a host holds the database).
+      const lock = isPostgresUrl(o.db) ? undefined : lockJournal(o.db);
       let j: Journal | undefined;
       try {
         j = open(o.db);
@@ -56,7 +58,7 @@ export function registerDevicesCommand(program: Command): void {
         process.stdout.write(`removed ${id}\n`);
       } finally {
         j?.close();
-        lock.release();
+        lock?.release();
       }
     });
 }

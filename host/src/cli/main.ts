@@ -3,6 +3,7 @@ import { DEFAULT_DB } from '../paths.js';
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import type { TokenSet } from '../state-dir.js';
+import { redactUrl } from '../core/journal/db-url.js';
 import { parseSimSpec, serve, type Running } from '../serve.js';
 import { registerBoardCommand } from './board.js';
 import { guardProcess } from '../process-guard.js';
@@ -214,7 +215,7 @@ export function buildCli(verbs?: Verbs): Command {
         ...(running.tokens && !o.stdio ? ['                         (or `proofrig open` for a one-time link that needs no pasting)'] : []),
         `  devices connect to:    ws://${o.listen === '0.0.0.0' ? '<this-pc>' : o.listen}:${running.http.port}/device`,
         ...(running.mqtt ? [`                         and through the MQTT broker ${new URL(o.broker).host} (firmware/dist/proofrig-mqtt.js)`] : []),
-        `  journal:               ${o.db}`,
+        `  journal:               ${redactUrl(o.db)}`,
         ...[...running.consoles].map(([id, port]) => `  ${id} Espruino console: tcp://127.0.0.1:${port}`),
         ...(running.xiaozhi ? [`  xiaozhi MCP endpoint:  ${running.xiaozhi.safeUrl} (dialling out)`] : []),
         '',

@@ -6,6 +6,7 @@ import { Option, type Command } from 'commander';
 import { intArg } from '../cli/int-arg.js';
 import { exitCodeOf, UploadError } from './errors.js';
 import { upload, type UploadOptions, type UploadResult } from './upload.js';
+import { redactUrl } from '../core/journal/db-url.js';
 
 interface Out {
   write(text: string): unknown;
@@ -157,7 +158,7 @@ export async function runUploadCommand(o: UploadCommandOptions, deps: UploadComm
   }
   stdout.write(
     `done: ${r.deviceId} (${r.board.name}) runs the proofrig firmware and dials ${r.host}; ` +
-      `the host serving there must use this journal (proofrig serve --db ${r.db}).\n`,
+      `the host serving there must use this journal (proofrig serve --db ${redactUrl(r.db)}).\n`,
   );
   return 0;
 }

@@ -20,6 +20,7 @@ import { resolve } from 'node:path';
 import { BOOT_CODE_FILE, CONFIG_FILE, DEVICE_PATH, isId, MAX_ID_LENGTH, type BoardDef, type RigConfig } from '@proofrig/protocol';
 import { newSecret } from '../core/ids.js';
 import { Journal } from '../core/journal/journal.js';
+import { isPostgresUrl, redactUrl } from '../core/journal/db-url.js';
 import { FIRMWARE_FILE, FIRMWARE_MQTT_FILE, IN_REPO, REPO_ROOT } from '../paths.js';
 import { mqttUrl } from '@proofrig/protocol/mqttcodec';
 import { loadBoard } from '../cli/board.js';
@@ -252,7 +253,7 @@ async function run(o: UploadOptions, c: Checked, secret: string, redact: (s: str
   }
 
   // 6. Register, now that flash is known to hold exactly what was sent.
-  const dbPath = resolve(o.db);
+  const dbPath = isPostgresUrl(o.db) ? o.db : resolve(o.db);
   try {
     const j = new Journal(dbPath);
     try {
@@ -261,9 +262,9 @@ async function run(o: UploadOptions, c: Checked, secret: string, redact: (s: str
       j.close();
     }
   } catch (e) {
-    throw new UploadError('REGISTER_FAILED', `the board is written and verified, but registering ${o.deviceId} in ${o.db} failed: ${(e as Error).message}. Run the upload again.`);
+    throw new UploadError('REGISTER_FAILED', `the board is written and verified, but registering ${o.deviceId} in ${redactUrl(o.db)} failed: ${(e as Error).message}. Run the upload again.`);
   }
-  log(`registered device ${o.deviceId} (board ${c.board.id}) in ${o.db}`);
+  log(`registered device ${o.deviceId} (board ${c.board.id}) in ${redactUrl(o.db)}`);
 
   // 7. Reboot into the new firmware.
   try {
@@ -286,7 +287,7 @@ async function run(o: UploadOptions, c: Checked, secret: string, redact: (s: str
     host: c.host,
     files: sent,
     env: { BOARD: env.BOARD, VERSION: env.VERSION, CONSOLE: env.CONSOLE },
-    db: o.db,
+    db: redactUrl(o.db),
   };
 }
 

@@ -8,13 +8,25 @@
 // unwritable (immutable, a read-only file system) is lost: it is noticed before SQLite touches them
 // (see guard) and the journal touches SQLite no more, since a write to the -shm mapping SQLite holds
 // would end the process with SIGBUS, a signal nothing can catch or log.
+// A journal in PostgreSQL (postgres.ts) keeps the same rule with PostgreSQL as the durability point:
+// SQLite is its working copy, and in place of the fsync of the WAL the rows a COMMIT changed are
+// committed to PostgreSQL in one transaction; waiters run once that COMMIT returned, and a failed one
+// is a failed fsync (nothing waiting is told, and the journal takes no more writes).
 import { accessSync, chmodSync, closeSync, constants, existsSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { Checkpointer } from '../checkpointer.js';
 import { prepareStateDir, privateFile, stateDir } from '../../state-dir.js';
 import { openSchema } from './schema.js';
+import { checkPostgresUrl, isPostgresUrl } from './db-url.js';
+import { PgMirror } from './postgres.js';
 
 type Waiter = { ok: () => void; fail?: (e: Error) => void };
+
+export interface JournalOptions {
+  checkpoint?: 'inline' | 'background';
+  /** A PostgreSQL journal: how long a request the host waits for on its thread (start, a durable write, close) may take. */
+  pgWaitMs?: number;
+}
 
 const DONE = Promise.resolve();
 /** How often an idle journal on the real clock checks that its files can still be written. */
@@ -92,21 +104,31 @@ export abstract class GroupCommit {
   readonly checkpointer: Checkpointer | undefined;
   /** Row writes that reached SQLite since the last COMMIT (the checkpointer's measure of WAL growth). */
   protected rowWrites = 0;
+  /**
+   * A journal in PostgreSQL (a postgres:// path): SQLite is its working copy, and what a COMMIT wrote is
+   * durable once PostgreSQL committed it, which here takes the place of the fsync of the WAL (postgres.ts).
+   */
+  protected readonly mirror: PgMirror | undefined;
 
   /**
    * `path` is a file, or ':memory:' for tests that do not restart. `defer` schedules the batch commit
    * (the host passes setImmediate on the real clock); without it a group commits when it ends.
    * `checkpoint`: where WAL checkpoints run, 'background' (a worker thread, see checkpointer.ts; the
    * default for an on-disk journal with `defer`) or 'inline' (inside a COMMIT, SQLite's default).
+   * A postgres://USER:PASS@HOST:PORT/DB path keeps the journal in PostgreSQL (`pgWaitMs`: how long a
+   * request waited for on this thread may take).
    */
-  constructor(path: string, protected readonly defer?: (fn: () => void) => void, opts: { checkpoint?: 'inline' | 'background' } = {}) {
-    const onDisk = path !== ':memory:' && path !== '';
+  constructor(path: string, protected readonly defer?: (fn: () => void) => void, opts: JournalOptions = {}) {
+    const pg = isPostgresUrl(path);
+    if (pg) checkPostgresUrl(path);
+    const onDisk = !pg && path !== ':memory:' && path !== '';
     if (onDisk) {
       // Device secrets live here: the folder is 0700 and the files 0600 before anything is written.
       prepareStateDir(stateDir(path));
       privateFile(path);
     }
-    this.db = new Database(path);
+    // A PostgreSQL journal's working copy is a private temporary database (in memory until it outgrows SQLite's cache).
+    this.db = new Database(pg ? '' : path);
     this.db.pragma('journal_mode = WAL');
     // SQLite gives -wal/-shm the mode of the database file; make sure of it for files from before.
     if (onDisk) for (const f of [path + '-wal', path + '-shm']) if (existsSync(f)) chmodSync(f, 0o600);
@@ -129,6 +151,15 @@ export abstract class GroupCommit {
       this.mapped = [path + '-shm'];
     }
     openSchema(this.db);
+    if (pg) {
+      this.mirror = new PgMirror(path, opts.pgWaitMs);
+      try {
+        this.mirror.open(this.db);
+      } catch (e) {
+        this.db.close();
+        throw e;
+      }
+    }
     this.tx = this.db.transaction((f: () => void) => f());
     // The schema and any migration above are on disk before the host relies on them.
     if (this.walPath !== undefined) this.syncWal();
@@ -250,7 +281,10 @@ export abstract class GroupCommit {
     try {
       if (poisoned) throw new Error('a write of the batch failed: ' + poisoned.message);
       this.flushStaged();
+      // What the batch changed, read in its transaction; PostgreSQL gets it once the COMMIT returned.
+      const changes = this.mirror?.collect();
       this.commit();
+      this.mirror?.queue(changes);
       this.checkpointed();
     } catch (err) {
       const e = new Error(`journal commit failed (${(err as Error)?.message ?? String(err)}); nothing of it was sent or answered`);
@@ -267,7 +301,7 @@ export abstract class GroupCommit {
 
   /** The batch holding `after` committed: run them once the WAL is fsynced after that COMMIT. */
   private synced(after: Waiter[]): void {
-    if (this.walPath === undefined) return this.run(after);
+    if (this.walPath === undefined && !this.mirror) return this.run(after);
     if (!this.defer) {
       // On a virtual clock each step is on disk when it returns.
       try {
@@ -289,14 +323,15 @@ export abstract class GroupCommit {
     this.unsynced = false;
     this.covered = this.next;
     this.next = [];
-    let fd: number;
-    try {
-      fd = this.wal();
-    } catch (e) {
-      this.syncing = false;
-      return this.syncFailed(e as Error, this.covered.splice(0));
-    }
-    this.syncAsync(fd, (err) => {
+    let fd: number | undefined;
+    if (!this.mirror)
+      try {
+        fd = this.wal();
+      } catch (e) {
+        this.syncing = false;
+        return this.syncFailed(e as Error, this.covered.splice(0));
+      }
+    this.durableAsync(fd, (err) => {
       this.syncing = false;
       const done = this.covered;
       this.covered = [];
@@ -311,6 +346,12 @@ export abstract class GroupCommit {
     });
   }
 
+  /** What makes the COMMITs so far durable: the WAL's fsync (`fd`), or for a journal in PostgreSQL its transaction there. */
+  private durableAsync(fd: number | undefined, done: (err: Error | null) => void): void {
+    if (this.mirror) this.mirror.ship(done);
+    else this.syncAsync(fd!, done);
+  }
+
   /** The fsync of the WAL on libuv's thread pool (a seam: tests delay or fail it). */
   protected syncAsync(fd: number, done: (err: Error | null) => void): void {
     fdatasync(fd, done);
@@ -318,6 +359,7 @@ export abstract class GroupCommit {
 
   /** The same fsync, waited for on this thread (a seam too). */
   protected syncWal(): void {
+    if (this.mirror) return this.mirror.shipSync();
     fdatasyncSync(this.wal());
   }
 
@@ -331,8 +373,10 @@ export abstract class GroupCommit {
     if (this.broken) this.refuse();
     this.guard();
     const v = f();
+    // A write inside an open batch (a group) is collected with the batch, at its COMMIT.
+    if (this.mirror && !this.db.inTransaction) this.mirror.queue(this.mirror.collect());
     this.checkpointed();
-    if (this.walPath !== undefined) this.syncWal();
+    if (this.walPath !== undefined || this.mirror) this.syncWal();
     return v;
   }
 
@@ -347,7 +391,11 @@ export abstract class GroupCommit {
    * for it is sent or answered, and the journal refuses every write after it; restart the host.
    */
   private syncFailed(err: Error, waiting: Waiter[]): void {
-    const e = new Error(`journal fsync failed (${err.message}); what was committed since the last good sync may not be on disk; nothing of it was sent or answered, and the journal takes no more writes (restart the host)`);
+    const e = new Error(
+      this.mirror
+        ? `journal commit to PostgreSQL (${this.mirror.shown}) failed (${err.message}); what the host committed since the last good one may not be in PostgreSQL; nothing of it was sent or answered, and the journal takes no more writes (restart the host)`
+        : `journal fsync failed (${err.message}); what was committed since the last good sync may not be on disk; nothing of it was sent or answered, and the journal takes no more writes (restart the host)`,
+    );
     this.broken ??= e;
     const all = [...waiting, ...this.covered.splice(0), ...this.next.splice(0), ...this.after.splice(0)];
     this.unsynced = false;
@@ -453,5 +501,7 @@ export abstract class GroupCommit {
     if (this.walFd !== undefined) closeSync(this.walFd);
     this.walFd = undefined;
     this.db.close();
+    // Its connection ends, releasing the database for another host.
+    this.mirror?.close();
   }
 }

@@ -3,7 +3,7 @@
 // served from memory (this process is their only writer), with the row last written for each, so an
 // update writes only the columns that changed.
 import type Database from 'better-sqlite3';
-import { GroupCommit } from './commit.js';
+import { GroupCommit, type JournalOptions } from './commit.js';
 import { prepareStatements, type Statements } from './queries.js';
 import { COLUMNS, FIRST_FIELD, copy, histLine, reqKey, sameFields, toRecord, toValues, type CommandEvent, type CommandRecord, type Row, type Values } from './records.js';
 
@@ -38,7 +38,7 @@ export abstract class Staging extends GroupCommit {
   /** The UPDATE statement of each shape (the set of columns it sets, and whether it appends history), prepared once. */
   private updateByShape = new Map<number, Database.Statement>();
 
-  constructor(path: string, defer?: (fn: () => void) => void, opts: { checkpoint?: 'inline' | 'background' } = {}) {
+  constructor(path: string, defer?: (fn: () => void) => void, opts: JournalOptions = {}) {
     super(path, defer, opts);
     this.stmts = prepareStatements(this.db);
     for (const r of this.stmts.open.all() as Row[]) {
