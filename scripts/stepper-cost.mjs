@@ -4,9 +4,10 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
-const ROOT = process.env.ROOT || '/work/wt-s25-step';
+const ROOT = process.env.ROOT || join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = process.env.PROOFRIG_ESPRUINO;
 const dir = mkdtempSync(join(tmpdir(), 's25-cost-'));
 buildSync({ entryPoints: [join(ROOT, 'sim/src/espruino-shim.ts')], format: 'esm', platform: 'node', bundle: true, outfile: join(dir, 'shim.mjs'), logLevel: 'silent'});

@@ -36,11 +36,9 @@ const HOME = 2;
 const VERDICT_DUE = 3;
 /** Stopped by request (CANCEL: a move, CANCEL + 1: homing); the cancelled result is sent at STOP_SNAP_MS. */
 const CANCEL = 4;
-
 let AX: StepperDef[] = [];
 let done: Done;
 let prog: (slot: number, pct: number, pos: number) => void;
-
 /** Ring slot of the move/home running on the axis, -1 when none. */
 const SLOT: number[] = [];
 const MODE: number[] = [];
@@ -110,9 +108,7 @@ const stopCounts: number[] = [];
 const stopCovers: boolean[] = [];
 let swT: TimerId | undefined;
 
-function log(s: string): void {
-  console.log('proofrig stepper: ' + s);
-}
+function log(s: string): void { console.log('proofrig stepper: ' + s); }
 
 function idx(axis: unknown): number {
   for (let i = 0; i < AX.length; i++) if (AX[i].axis === axis) return i;
@@ -128,9 +124,7 @@ function pos(i: number): number {
   return CNT[i] / AX[i].encoder.counts_per_mm;
 }
 
-function r2(x: number): number {
-  return Math.round(x * 100) / 100;
-}
+function r2(x: number): number { return Math.round(x * 100) / 100; }
 
 function f2(x: number): string {
   return r2(x).toFixed(2);
