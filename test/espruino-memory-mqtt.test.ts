@@ -52,8 +52,8 @@ describe.skipIf(!ESPRUINO_AVAILABLE || !RUN)('memory of the MQTT build on the re
     );
     expect(total.frames).toBe(FRAMES);
     expect(total.relaySet).toBeGreaterThan(400);
-    // The same margins as the WebSocket build's spec: 800+ frames or 50 reconnects leaking one JsVar each exceed them.
-    expect(afterCommands.usage - ringFull.usage).toBeLessThanOrEqual(40);
+    // The same margins as the WebSocket build's spec (why 100: see there): 870+ frames or 50 reconnects leaking one JsVar each exceed them.
+    expect(afterCommands.usage - ringFull.usage).toBeLessThanOrEqual(100);
     expect(afterReconnects.usage - afterCommands.usage).toBeLessThanOrEqual(25);
   }, 600000);
 });

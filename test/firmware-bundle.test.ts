@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildFirmwareToTemp } from './helpers/firmware-build';
+import { buildFirmwareToTemp, recvValidated } from './helpers/firmware-build';
 import type { BoardDef, RigConfig } from '@proofrig/protocol';
 import { createHmac } from 'node:crypto';
 import { authMessage, DEDUPE_RING_SIZE, hostProofMessage, parseToHost, PROTOCOL_VERSION } from '@proofrig/protocol';
@@ -25,14 +25,7 @@ function boot(hb = 1000): { rig: Rig; s: FakeSocket; hello: Record<string, any> 
 }
 
 /** Every frame the device sends must pass the host's validator. */
-function recv(rig: Rig, s: FakeSocket): Record<string, any>[] {
-  const fs = rig.recv(s);
-  for (const f of fs) {
-    const r = parseToHost(JSON.stringify(f));
-    expect(r.ok, JSON.stringify(f) + ' ' + JSON.stringify(r)).toBe(true);
-  }
-  return fs;
-}
+const recv = recvValidated;
 
 const relaySet = (rid: string, ch: number, on: boolean) => ({ t: 'cmd', rid, a: 'relay.set', p: { ch, on } });
 

@@ -1,7 +1,7 @@
 // The executor: frames from an authenticated host (cmd, rack, q) go through the dedupe ring to
 // the action table; results go to the ring's outbox and, when the link is up, to the host.
 import type {
-  BoardDef, CommandFrame, DeviceResultState, DeviceState, ErrorCode, EventFrame, Evidence, QueryFrame, ResultFrame, StateFrame, ToDeviceFrame,
+  BoardDef, CommandFrame, DeviceResultState, DeviceStateWire, ErrorCode, EventFrame, Evidence, QueryFrame, ResultFrame, StateFrame, ToDeviceFrame, WireFrame,
 } from '@proofrig/protocol';
 import { clip, DEDUPE_RING_SIZE, echo } from '@proofrig/protocol';
 import type { Action } from './action';
@@ -36,7 +36,7 @@ function prog(slot: number, pct: number, pos: number): void {
 /** An interlock acted: kept in the outbox like a result (re-sent until the host's rack), sent now if the link is up. */
 function event(k: 'max_on' | 'estop', ch: number, msg: string): void {
   // Built key by key in the order the frame has always had on the wire; the type checks every key set.
-  const o = { t: 'evt', id: EV + ++evn, k: k } as EventFrame;
+  const o = { t: 'evt', id: EV + ++evn, k: k } as WireFrame<EventFrame>;
   if (ch) o.ch = ch;
   o.msg = msg;
   o.s = snapshot();
@@ -60,9 +60,9 @@ export function execInit(b: BoardDef): void {
   SERVOS.init(b);
 }
 
-/** Relays always; `axes` only on a board with steppers, so relay-only snapshots stay as they were. */
-export function snapshot(): DeviceState {
-  const s: DeviceState = { up: upMs(), relays: relayState() };
+/** Relays always (as bit masks: relay-wire.ts); `axes` only on a board with steppers, so relay-only snapshots stay small. */
+export function snapshot(): DeviceStateWire {
+  const s: DeviceStateWire = { up: upMs(), r: relayState() };
   if (B && B.steppers && B.steppers.length) s.axes = stepperState();
   if (B && B.estop) s.estop = latched();
   if (B && B.sensors && B.sensors.length) s.sensors = sensorState();
@@ -74,7 +74,7 @@ export function snapshot(): DeviceState {
 }
 
 function resultJson(rid: string, st: DeviceResultState, ev: Evidence, ver: boolean, ms: number, code?: ErrorCode, msg?: string): string {
-  const r = { t: 'res', rid: rid, st: st, ev: ev, ver: ver } as ResultFrame;
+  const r = { t: 'res', rid: rid, st: st, ev: ev, ver: ver } as WireFrame<ResultFrame>;
   if (code) r.code = code;
   if (msg) r.msg = clip(msg);
   r.s = snapshot();
@@ -181,7 +181,7 @@ function start(i: number, f: CommandFrame, a: Action): void {
 }
 
 function onQuery(f: QueryFrame): void {
-  const o: StateFrame = { t: 'state', q: f.q, s: snapshot() };
+  const o: WireFrame<StateFrame> = { t: 'state', q: f.q, s: snapshot() };
   let i = -1;
   if (f.rid !== undefined) {
     i = ringFind(f.rid);

@@ -1,8 +1,8 @@
 // relay.set: write the coil input, wait the relay's settle_ms, then let the board's feedback
 // say whether it switched (output pin read back, auxiliary contact, load current: load.ts) or say plainly that nothing
 // observes it. Per-channel state lives in parallel arrays indexed like board.relays.
-import type { BoardDef, RelayDef, RelayState } from '@proofrig/protocol';
-import { checkRelaySetArgs } from '@proofrig/protocol';
+import type { BoardDef, RelayDef, RelayWire } from '@proofrig/protocol';
+import { checkRelaySetArgs, relaySnapshotPins } from '@proofrig/protocol';
 import type { Action, Done } from './action';
 import { pinInput, pinOutput, pinRead, pinsRead, pinWrite } from './hal';
 import { nowMs } from './clock';
@@ -13,6 +13,9 @@ let RL: RelayDef[] = [];
 let CHS: number[] = [];
 /** Level last commanded (true = on), null until the first command since boot. */
 const CMD: (boolean | null)[] = [];
+/** The same as bits for the snapshot (relay-wire.ts): commanded on, and commanded at all since boot. */
+let ON = 0;
+let KN = 0;
 /** Ring slot of the command executing on the channel, -1 when idle. */
 const SLOT: number[] = [];
 /** Level written by that command. */
@@ -25,7 +28,7 @@ const AO: (TimerId | undefined)[] = [];
 const AOF: (() => void)[] = [];
 /** When the channel last went off (from on, or at boot), device ms: its min_off_ms counts from here. */
 const OFFAT: number[] = [];
-/** Every pin a snapshot reads (each relay's output if observed, then its aux contact if any), read in one call. */
+/** Every pin a snapshot reads (relaySnapshotPins: each observed output, then its aux contact), read in one call. */
 let SNAP: number[] = [];
 let done: Done;
 let ev: (k: 'max_on', ch: number, msg: string) => void;
@@ -93,6 +96,7 @@ function off(i: number): boolean {
   AO[i] = undefined;
   const was = CMD[i] === true;
   if (CMD[i] !== null) CMD[i] = false;
+  ON &= ~(1 << i);
   if (was) OFFAT[i] = nowMs();
   return was;
 }
@@ -136,7 +140,8 @@ export function relayAllOff(): void {
 export function relayInit(b: BoardDef, d: Done, e: (k: 'max_on', ch: number, msg: string) => void): void {
   RL = b.relays;
   CHS = [];
-  SNAP = [];
+  SNAP = relaySnapshotPins(b);
+  ON = KN = 0;
   done = d;
   ev = e;
   for (let i = 0; i < RL.length; i++) {
@@ -144,8 +149,6 @@ export function relayInit(b: BoardDef, d: Done, e: (k: 'max_on', ch: number, msg
     pinOutput(r.pin, onLevel(r) ^ 1);
     if (r.feedback.kind === 'aux_contact') pinInput(r.feedback.pin, r.feedback.pull);
     CHS.push(r.ch);
-    if (r.feedback.kind !== 'none') SNAP.push(r.pin);
-    if (r.feedback.kind === 'aux_contact') SNAP.push(r.feedback.pin);
     CMD[i] = null;
     SLOT[i] = -1;
     LV[i] = onLevel(r) ^ 1;
@@ -182,6 +185,8 @@ function run(slot: number, p: Record<string, unknown>, d: Done): void {
   else if (CMD[i] !== true && r.max_on_ms) AO[i] = setTimeout(AOF[i], r.max_on_ms);
   pinWrite(r.pin, lv);
   CMD[i] = on;
+  ON = on ? ON | (1 << i) : ON & ~(1 << i);
+  KN |= 1 << i;
   LV[i] = lv;
   SLOT[i] = slot;
   ST[i] = setTimeout(SETTLE[i], r.settle_ms);
@@ -189,23 +194,7 @@ function run(slot: number, p: Record<string, unknown>, d: Done): void {
 
 export const RELAY_SET: Action = { n: 'relay.set', chk: checkRelaySetArgs, busy: busy, rest: rest, run: run };
 
-/** Relay part of the state snapshot, read live from the pins (all of them in one read). */
-export function relayState(): RelayState[] {
-  const o: RelayState[] = [];
-  const n = SNAP.length;
-  const bits = n ? pinsRead(SNAP) : 0;
-  // The first pin of SNAP is the most significant bit.
-  let b = n;
-  for (let i = 0; i < RL.length; i++) {
-    const r = RL[i];
-    const fb = r.feedback;
-    const pin = fb.kind === 'none' ? null : ((bits >> --b) & 1) === onLevel(r);
-    o.push({
-      ch: r.ch,
-      cmd: CMD[i],
-      pin: pin,
-      aux: fb.kind === 'aux_contact' ? ((bits >> --b) & 1) === (fb.active_low ? 0 : 1) : null,
-    });
-  }
-  return o;
+/** Relay part of the state snapshot: the command bits and every snapshot pin's level, read live in one call. */
+export function relayState(): RelayWire {
+  return [ON, KN, SNAP.length ? pinsRead(SNAP) : 0];
 }

@@ -4,7 +4,7 @@
 // per-direction counter (@proofrig/protocol seal.ts), and one that is not is refused, counted
 // (`bad` in hb) and never acted on. Owns reconnection: exactly one reconnect timer, back-off
 // 250 ms doubling to 10 s with ±20 % jitter, reset by a successful `ok`.
-import type { DeviceErrorFrame, DeviceHeartbeatFrame, ErrorCode, RigConfig, ToDeviceFrame, ToHostFrame } from '@proofrig/protocol';
+import type { DeviceErrorFrame, DeviceHeartbeatFrame, ErrorCode, RigConfig, StateFrame, ToDeviceFrame, ToHostFrame, WireFrame } from '@proofrig/protocol';
 import {
   authMessage, DEVICE_DIR, HOST_DIR, hostProofMessage, LIVENESS_MISSES, MAC_BYTES, macInput, PROTOCOL_VERSION,
   parseToDevice, clip, counterOf, seal, SEAL_TAIL, sessionKeyMessage, unseal, withCounter,
@@ -81,7 +81,7 @@ export function sessionSendJson(j: string): void {
 }
 
 /** Send a frame object if the WebSocket is open (any phase). */
-export function sessionSend(o: ToHostFrame): void {
+export function sessionSend(o: ToHostFrame | WireFrame<StateFrame>): void {
   sessionSendJson(JSON.stringify(o));
 }
 

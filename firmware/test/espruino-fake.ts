@@ -74,8 +74,10 @@ export interface Rig {
   sealed(s: FakeSocket, f: unknown, n: number, key?: Buffer): string;
   /** Boot counter and other Storage files the firmware wrote. */
   storage: Record<string, string>;
-  /** Text messages (parsed JSON) the device sent on s since the last call. */
+  /** Text messages (parsed JSON) the device sent on s since the last call, as on the wire (a snapshot's relays as `s.r`). */
   recv(s: FakeSocket): Record<string, any>[];
+  /** The board of the config it booted with (the host reads the snapshots' `s.r` with it). */
+  board: BoardDef | undefined;
   /** Close s from the host side (the device sees 'close'). */
   drop(s: FakeSocket): void;
   /** accept(), answer hello/chal/auth and send ok; returns the socket and the hello frame. */
@@ -285,6 +287,7 @@ export function loadFirmware(config: RigConfig | undefined, file: string, opts: 
   vm.runInContext(readFileSync(file, 'utf8'), vm.createContext(g));
 
   const rig: Rig = {
+    board: board,
     now: () => now,
     advance,
     stall,

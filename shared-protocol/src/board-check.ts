@@ -6,6 +6,7 @@ import { MAX_LABEL_LENGTH } from './constants.js';
 import { checkSensors } from './sensor-check.js';
 import { checkLoadFeedback } from './load-current.js';
 import { checkPwm } from './pwm-check.js';
+import { MAX_WIRE_BITS, relaySnapshotPins } from './relay-wire.js';
 
 /** GPIOs an ESP32 (WROOM/WROVER module) can use at all. 6–11 drive the flash chip. */
 const ESP32_GPIO = [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 25, 26, 27, 32, 33, 34, 35, 36, 39];
@@ -90,6 +91,12 @@ export function checkBoard(raw: unknown): BoardCheck {
         errors.push(`${at}.feedback.kind: must be "aux_contact", "pin_readback", "load_current" or "none"`);
       }
     });
+  }
+  if (Array.isArray(b.relays) && b.relays.every((r) => isObj(r) && isObj(r.feedback))) {
+    // A snapshot carries the relays and their read-back pins as 31-bit masks (relay-wire.ts).
+    const pins = relaySnapshotPins(b as unknown as Pick<BoardDef, 'relays'>).length;
+    if (b.relays.length > MAX_WIRE_BITS || pins > MAX_WIRE_BITS)
+      errors.push(`relays: ${b.relays.length} relays with ${pins} read-back pins and aux contacts; a state snapshot carries at most ${MAX_WIRE_BITS} of each`);
   }
   if (b.steppers !== undefined) {
     if (!Array.isArray(b.steppers)) errors.push('steppers: must be an array');

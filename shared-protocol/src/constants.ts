@@ -4,8 +4,9 @@
  * 2: the host proves the secret in `ok`, and every later frame is sealed (seal.ts).
  * 3: actions that end within their own short settle time send no `ack` (the `res` says it all), and a
  * `cmd` may carry the host's `rack` of an earlier result (`k`): 2 frames per relay command instead of 5.
+ * 4: a snapshot's relays travel as three bit masks (`s.r`, relay-wire.ts) the host reads with the board.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 /** Recent request_ids the device remembers with their outcomes (a fixed ring). */
 export const DEDUPE_RING_SIZE = 32;
 /** Heartbeat period the host asks for in its welcome frame unless configured otherwise. */

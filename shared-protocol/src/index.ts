@@ -2,6 +2,7 @@
 export * from './codes.js';
 export * from './lifecycle.js';
 export * from './device-state.js';
+export * from './relay-wire.js';
 export * from './board.js';
 export * from './board-check.js';
 export * from './sensors.js';

@@ -4,6 +4,8 @@ import { isErrorCode } from './codes.js';
 import type { DeviceResultState, Evidence } from './lifecycle.js';
 import { DEVICE_RESULT_STATES, EVIDENCE_KINDS } from './lifecycle.js';
 import type { DeviceState } from './device-state.js';
+import type { RelayDef } from './board.js';
+import { decodeRelayWire } from './relay-wire.js';
 import type { FrameError } from './check.js';
 import { bad, checkErr, ID_RULE, isId, isNum, isObj, echo, isStr, optMsg, parseEnvelope } from './check.js';
 import { MAX_ID_LENGTH, MAX_MSG_LENGTH, MAX_STATE_AXES, MAX_STATE_PWM, MAX_STATE_RELAYS, MAX_STATE_SENSORS } from './constants.js';
@@ -68,10 +70,17 @@ const AXIS_FLAGS = ['moving', 'homed', 'fault', 'home', 'limit'];
  * Check a state snapshot and rebuild it from its known fields only: whatever else the device
  * sent (extra keys, deep nesting) never reaches the journal, the logs or an MCP answer.
  */
-export function readState(s: unknown): { ok: true; s: DeviceState } | { ok: false; msg: string } {
+export function readState(s: unknown, board?: RelayDef[]): { ok: true; s: DeviceState } | { ok: false; msg: string } {
   if (!isObj(s)) return { ok: false, msg: 's must be a state object' };
   if (!isNum(s.up)) return { ok: false, msg: 's.up must be a number' };
-  if (!Array.isArray(s.relays)) return { ok: false, msg: 's.relays must be an array' };
+  if (s.r !== undefined) {
+    if (s.relays !== undefined) return { ok: false, msg: 's has both r and relays' };
+    if (!board) return { ok: false, msg: 's.r can be read only with the device\'s board (after authentication)' };
+    const w = decodeRelayWire(s.r, board);
+    if (!w.ok) return w;
+    return readRest(s, { up: s.up, relays: w.relays });
+  }
+  if (!Array.isArray(s.relays)) return { ok: false, msg: 's.relays must be an array, or s.r the relays\' bit masks' };
   if (s.relays.length > MAX_STATE_RELAYS) return { ok: false, msg: 's.relays has more than ' + MAX_STATE_RELAYS + ' entries' };
   const out: DeviceState = { up: s.up, relays: [] };
   for (let i = 0; i < s.relays.length; i++) {
@@ -83,6 +92,11 @@ export function readState(s: unknown): { ok: true; s: DeviceState } | { ok: fals
     }
     out.relays.push({ ch: r.ch, cmd: r.cmd as boolean | null, pin: r.pin as boolean | null, aux: r.aux as boolean | null });
   }
+  return readRest(s, out);
+}
+
+/** The parts of a snapshot after its relays. */
+function readRest(s: Record<string, unknown>, out: DeviceState): { ok: true; s: DeviceState } | { ok: false; msg: string } {
   if (s.axes !== undefined) {
     if (!Array.isArray(s.axes)) return { ok: false, msg: 's.axes must be an array' };
     if (s.axes.length > MAX_STATE_AXES) return { ok: false, msg: 's.axes has more than ' + MAX_STATE_AXES + ' entries' };
@@ -135,8 +149,11 @@ export function readState(s: unknown): { ok: true; s: DeviceState } | { ok: fals
   return { ok: true, s: out };
 }
 
-/** Validate a text frame arriving at the host and rebuild it from its known fields. Never throws. */
-export function parseToHost(text: unknown): ToHostParse {
+/**
+ * Validate a text frame arriving at the host and rebuild it from its known fields. Never throws.
+ * `board`: the device's relays, which give the bits of a snapshot's `s.r` their meaning.
+ */
+export function parseToHost(text: unknown, board?: RelayDef[]): ToHostParse {
   const env = parseEnvelope(text);
   if (!env.ok) return env;
   const f = env.f;
@@ -178,7 +195,7 @@ export function parseToHost(text: unknown): ToHostParse {
       if ((f.st === 'failed' || f.st === 'rejected') && f.code === undefined) return bad(t, f.st + ' requires an error code', rid);
       if (!optMsg(f.msg)) return bad(t, 'msg must be a string of up to ' + MAX_MSG_LENGTH + ' chars', rid);
       if (!isNum(f.ms)) return bad(t, 'ms must be a number', rid);
-      const st = readState(f.s);
+      const st = readState(f.s, board);
       if (!st.ok) return bad(t, st.msg, rid);
       const r: ResultFrame = { t: t, rid: f.rid, st: f.st as DeviceResultState, ev: f.ev as Evidence, ver: f.ver, s: st.s, ms: f.ms };
       if (f.code !== undefined) r.code = f.code as ErrorCode;
@@ -187,7 +204,7 @@ export function parseToHost(text: unknown): ToHostParse {
     }
     case 'state': {
       if (!isId(f.q)) return bad(t, 'q ' + ID_RULE);
-      const st = readState(f.s);
+      const st = readState(f.s, board);
       if (!st.ok) return bad(t, st.msg);
       if (f.rid !== undefined && !isId(f.rid)) return bad(t, 'rid ' + ID_RULE);
       if (f.rst !== undefined && f.rst !== 'running' && f.rst !== 'done' && f.rst !== 'unknown') return bad(t, 'rst must be running, done or unknown');
@@ -201,7 +218,7 @@ export function parseToHost(text: unknown): ToHostParse {
       if ((DEVICE_EVENT_KINDS as readonly unknown[]).indexOf(f.k) < 0) return bad(t, 'k must be one of ' + DEVICE_EVENT_KINDS.join(', '), f.id);
       if (f.ch !== undefined && !isNum(f.ch)) return bad(t, 'ch must be a number', f.id);
       if (!isStr(f.msg, MAX_MSG_LENGTH)) return bad(t, 'msg must be a string of up to ' + MAX_MSG_LENGTH + ' chars', f.id);
-      const st = readState(f.s);
+      const st = readState(f.s, board);
       if (!st.ok) return bad(t, st.msg, f.id);
       const ev: EventFrame = { t: t, id: f.id, k: f.k as DeviceEventKind, msg: f.msg, s: st.s };
       if (f.ch !== undefined) ev.ch = f.ch as number;

@@ -29,9 +29,14 @@ export function useBuiltFirmware(): () => string {
   return () => file;
 }
 
-/** The frames the device sent on `s` since the last call, each checked by the host's validator. */
+/**
+ * The frames the device sent on `s` since the last call, each checked by the host's validator and
+ * returned as the host reads them (a snapshot's relay bits decoded with the rig's board).
+ */
 export function recvValidated(rig: Rig, s: FakeSocket): Record<string, any>[] {
-  const fs = rig.recv(s);
-  for (const f of fs) expect(parseToHost(JSON.stringify(f)).ok, JSON.stringify(f)).toBe(true);
-  return fs;
+  return rig.recv(s).map((f) => {
+    const p = parseToHost(JSON.stringify(f), rig.board?.relays);
+    expect(p.ok, JSON.stringify(f) + ' ' + JSON.stringify(p)).toBe(true);
+    return p.ok ? p.f : f;
+  });
 }

@@ -238,7 +238,7 @@ export class HostCore implements SessionHandler {
 
   credentials(dev: string) {
     const d = this.journal.device(dev);
-    return d ? { secret: d.secret, boardId: d.board.id } : undefined;
+    return d ? { secret: d.secret, boardId: d.board.id, relays: d.board.relays } : undefined;
   }
 
   online(s: Session): void {

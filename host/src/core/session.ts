@@ -23,6 +23,7 @@ import {
   PROTOCOL_VERSION,
   type ErrorCode,
   type HelloFrame,
+  type RelayDef,
   type ToDeviceFrame,
   type ToHostFrame,
 } from '@proofrig/protocol';
@@ -33,7 +34,7 @@ import { remoteAddress, type LogLimiter } from './log-limit.js';
 
 export interface SessionHandler {
   /** The provisioned secret and board id of a device, or undefined when unknown. */
-  credentials(dev: string): { secret: string; boardId: string } | undefined;
+  credentials(dev: string): { secret: string; boardId: string; relays: RelayDef[] } | undefined;
   /** The device proved itself. */
   online(s: Session): void;
   /** The connection is gone, authenticated or not. */
@@ -74,6 +75,8 @@ export class Session {
   private ended = false;
   /** Session key once authenticated; counters of the last frame sent and the last accepted. */
   private key: Buffer | undefined;
+  /** The device's relays from its board, known once it is authenticated: they read its snapshots' `s.r`. */
+  private relays: RelayDef[] | undefined;
   private txN = 0;
   private rxN = 0;
   /** Frames from the device refused on this connection (bad seal, MAC or counter). */
@@ -243,7 +246,7 @@ export class Session {
       text = u.body;
     }
     this.lastRx = this.clock.now();
-    const p = parseToHost(text);
+    const p = parseToHost(text, this.relays);
     if (!p.ok) {
       // A bad frame is answered and changes nothing; before authentication it also ends the connection.
       this.warn({ evt: 'bad_frame', code: p.code, msg: p.msg }, 'bad frame from device');
@@ -295,6 +298,7 @@ export class Session {
       this.send({ t: 'ok', hb, mac: proof });
       this.key = createHmac('sha256', cred.secret).update(sessionKeyMessage(hello.dev, hello.boot, hello.cn, this.sn)).digest();
       this.authed = true;
+      this.relays = cred.relays;
       this.link.authenticated?.();
       this.boot = hello.boot;
       this.fw = hello.fw;
