@@ -85,6 +85,25 @@ export class ConsoleClient {
     );
   }
 
+  /**
+   * Wait until the board answers again after reset(): a board still resetting drops or garbles what it
+   * is sent, so each try starts a fresh line (no Ctrl-C: it could interrupt the boot code reset() runs).
+   */
+  async afterReset(timeoutMs: number): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    let last: unknown;
+    while (!this.closed && Date.now() < end) {
+      try {
+        await this.send('\n');
+        if ((await this.evaluate<number>('6*7', 1000)) === 42) return;
+      } catch (e) {
+        last = e;
+      }
+      await delay(250);
+    }
+    throw new UploadError('NO_RESPONSE', `the board did not answer within ${timeoutMs} ms of reset() (${(last as Error)?.message ?? 'connection closed'})`);
+  }
+
   /** Evaluate an expression on the board; resolves to its JSON value. Throws NO_RESPONSE, or UPLOAD_FAILED when it threw. */
   async evaluate<T = unknown>(expr: string, timeoutMs = 5000): Promise<T> {
     const tag = 'P' + ++this.seq + 'R' + ((Math.random() * 1e6) | 0);

@@ -1,6 +1,9 @@
 // Sending the firmware with EspruinoTools (the `espruino` package, 0.1.67), the tool the Espruino Web IDE
-// and CLI are built on, with Save on Send "Direct to Flash": it sends `reset()`, then the code as
+// and CLI are built on, with Save on Send "Direct to Flash": the code as
 // `require("Storage").write(".bootcde", chunk, offset[, size])` lines of 1 KB (plugins/saveOnSend.js).
+// Its own `reset()` before sending is off (RESET_BEFORE_SEND): it waits a fixed 250 ms after it, and a
+// slow board was still resetting when the writes came (lost); the uploader resets the board itself and
+// waits for it to answer before this runs (upload.ts, step 2).
 //
 // How it is driven here, and why:
 // - It is loaded only when an upload runs (createRequire): `init()` sets process-wide globals (Espruino,
@@ -123,7 +126,7 @@ export interface SaveBootCodeOptions {
   timeoutMs?: number;
 }
 
-/** reset(), then write `code` to Storage `.bootcde` with EspruinoTools' Save on Send. Resolves to its warnings. */
+/** Write `code` to Storage `.bootcde` with EspruinoTools' Save on Send (the board already reset). Resolves to its warnings. */
 export async function saveBootCode(o: SaveBootCodeOptions): Promise<string[]> {
   const t = load();
   const errors: string[] = [];
@@ -152,7 +155,7 @@ export async function saveBootCode(o: SaveBootCodeOptions): Promise<string[]> {
       WEB_BLUETOOTH: false,
       SAVE_ON_SEND: 1,
       LOAD_STORAGE_FILE: 0,
-      RESET_BEFORE_SEND: true,
+      RESET_BEFORE_SEND: false,
       SET_TIME_ON_WRITE: false,
       MINIFICATION_LEVEL: '',
       MODULE_MINIFICATION_LEVEL: '',

@@ -3,8 +3,8 @@
 //
 // Steps, in this order:
 //  1. validate everything the user gave (board, device id, host URL, Wi-Fi) and build the firmware if missing;
-//  2. connect to the console and ask the board what it is (process.env);
-//  3. EspruinoTools: reset(), then the firmware to Storage `.bootcde` (Save on Send, no load);
+//  2. connect to the console, ask the board what it is (process.env), reset() it and wait until it answers;
+//  3. EspruinoTools: the firmware to Storage `.bootcde` (Save on Send, no load);
 //  4. own console client: the config (with a fresh device secret) to Storage `proofrig.json`;
 //  5. read back E.CRC32 and the length of both files and compare them with what was sent;
 //  6. register the device and its secret in the host's journal (only now: everything is verified);
@@ -29,6 +29,9 @@ import { crc32, hex32 } from './crc.js';
 import { UploadError } from './errors.js';
 import { saveBootCode } from './espruino-tools.js';
 import { CONSOLE_BAUD, describeTarget, open, parseTcpTarget, type ConsoleTarget } from './transport.js';
+
+/** How long a board may take to answer after reset(): an ESP32 takes well under a second; the chip-speed simulator seconds. */
+const RESET_WAIT_MS = 30000;
 
 export interface UploadOptions {
   /** Serial port of the board (e.g. /dev/ttyUSB0, COM3). Exactly one of port / tcp. */
@@ -209,16 +212,20 @@ async function run(o: UploadOptions, c: Checked, secret: string, redact: (s: str
   if (c.wifi) config.wifi = c.wifi;
   const cfgBytes = Buffer.from(asciiJson(config), 'latin1');
 
-  // 2. Who is there?
+  // 2. Who is there? Then reset() (the old program stops before anything is written), and wait until
+  // the board answers again: a slow board takes seconds to reset, and writes sent while it resets are
+  // lost (EspruinoTools' own reset waits a fixed 250 ms; docs/chip-speed.md).
   const env = await withConsole(c.target, debug, async (cc) => {
     const e = await cc.evaluate<Record<string, unknown>>('process.env', 5000);
+    await cc.run('reset()');
+    await cc.afterReset(RESET_WAIT_MS);
     return (e && typeof e === 'object' ? e : {}) as UploadResult['env'];
   });
   log(`connected to ${where}: ${env.BOARD ?? 'unknown board'}, Espruino ${env.VERSION ?? '?'}${env.CONSOLE ? `, console ${env.CONSOLE}` : ''}`);
   if (env.BOARD && !/^ESP32/.test(String(env.BOARD)))
     log(`warning: the board says it is ${env.BOARD}, not an ESP32; the pin map of ${c.board.id} is for an ESP32`);
 
-  // 3. The firmware, with EspruinoTools (reset() first: the old program stops before anything is written).
+  // 3. The firmware, with EspruinoTools (no reset() of its own: step 2 did it and waited for the board).
   const warnings = await saveBootCode({
     target: c.target,
     viaTransport: o.toolsViaTransport,
