@@ -6,7 +6,7 @@ import { clip, MAX_MSG_LENGTH, parseToDevice } from '@proofrig/protocol';
 
 const HEX = '0123456789abcdef'.repeat(4);
 const ok = {
-  chal: { t: 'chal', v: 3, sn: 's'.repeat(16) },
+  chal: { t: 'chal', v: 4, sn: 's'.repeat(16) },
   ok: { t: 'ok', hb: 2000, mac: HEX },
   cmd: { t: 'cmd', rid: 'r1', a: 'relay_set', p: { channel: 1, on: true } },
   rack: { t: 'rack', rid: 'r1' },
@@ -25,7 +25,7 @@ describe('parseToDevice accepts every well-formed frame as it is', () => {
 
   it('at the edges of each range, and with optional fields left out', () => {
     for (const f of [
-      { t: 'chal', v: 3, sn: 's'.repeat(128) },
+      { t: 'chal', v: 4, sn: 's'.repeat(128) },
       { t: 'ok', hb: 50, mac: HEX },
       { t: 'ok', hb: 600000, mac: HEX },
       { t: 'cmd', rid: 'r'.repeat(64), a: 'a'.repeat(32), p: {} },
@@ -52,14 +52,15 @@ describe('clip: a message cut to its limit, the cut marked', () => {
 
 describe('parseToDevice refuses each broken rule with its own message', () => {
   const cases: [Kind, Record<string, unknown>, string, string | undefined][] = [
-    ['chal', { v: 1 }, 'chal: protocol version 1 is not 3', undefined],
-    ['chal', { v: 2 }, 'chal: protocol version 2 is not 3', undefined],
-    ['chal', { v: '3' }, 'chal: protocol version "3" is not 3', undefined],
-    ['chal', { v: undefined }, 'chal: protocol version (undefined) is not 3', undefined],
-    ['chal', { v: null }, 'chal: protocol version (null) is not 3', undefined],
-    ['chal', { v: [3] }, 'chal: protocol version (array) is not 3', undefined],
-    ['chal', { v: { n: 3 } }, 'chal: protocol version (object) is not 3', undefined],
-    ['chal', { v: true }, 'chal: protocol version (boolean) is not 3', undefined],
+    ['chal', { v: 1 }, 'chal: protocol version 1 is not 4', undefined],
+    ['chal', { v: 2 }, 'chal: protocol version 2 is not 4', undefined],
+    ['chal', { v: 3 }, 'chal: protocol version 3 is not 4', undefined],
+    ['chal', { v: '4' }, 'chal: protocol version "4" is not 4', undefined],
+    ['chal', { v: undefined }, 'chal: protocol version (undefined) is not 4', undefined],
+    ['chal', { v: null }, 'chal: protocol version (null) is not 4', undefined],
+    ['chal', { v: [3] }, 'chal: protocol version (array) is not 4', undefined],
+    ['chal', { v: { n: 3 } }, 'chal: protocol version (object) is not 4', undefined],
+    ['chal', { v: true }, 'chal: protocol version (boolean) is not 4', undefined],
     ['chal', { sn: 's'.repeat(15) }, 'chal: sn must be a nonce of 16-128 chars', undefined],
     ['chal', { sn: 's'.repeat(129) }, 'chal: sn must be a nonce of 16-128 chars', undefined],
     ['chal', { sn: 1234567890123456 }, 'chal: sn must be a nonce of 16-128 chars', undefined],
