@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { buildFirmwareToTemp, recvValidated } from './helpers/firmware-build';
 import type { BoardDef, RigConfig } from '@proofrig/protocol';
 import { createHmac } from 'node:crypto';
-import { authMessage, DEDUPE_RING_SIZE, hostProofMessage, parseToHost, PROTOCOL_VERSION } from '@proofrig/protocol';
+import { authMessage, DEDUPE_RING_SIZE, hostProofMessage, PROTOCOL_VERSION } from '@proofrig/protocol';
 import { loadFirmware, type FakeSocket, type Rig } from '../firmware/test/espruino-fake';
 
 const root = resolve(__dirname, '..');
